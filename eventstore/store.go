@@ -1,0 +1,315 @@
+// Package eventstore is the port every event-store backend implements: an
+// append-only log of streams with optimistic concurrency, and a global ordered
+// log ($all) that projections subscribe to.
+//
+// The contract (checked by eventstore/storetest against every backend):
+//   - Append is atomic: all events of one call land, in order, or none do.
+//   - A nil error from Append means the events are durable (fsynced).
+//   - Event IDs are supplied by the caller. Appending events whose IDs are
+//     already stored, to the same stream and in the same order, is a no-op that
+//     returns the original result, so a retried request never duplicates.
+//   - SubscribeAll delivers every event after `after` exactly once, in log
+//     order: first the stored ones (catch-up), then new ones as they are
+//     appended (live), with no gap and no duplicate at the handover.
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Store is an event store backend.
+type Store interface {
+	// Append writes events to the end of stream if its current revision
+	// satisfies expect. It returns ErrWrongExpectedRevision (wrapped in a
+	// *WrongRevisionError) when it does not.
+	Append(ctx context.Context, stream string, expect Revision, events ...EventData) (AppendResult, error)
+	// ReadStream returns up to max events of stream starting at revision from
+	// (inclusive; Start for the first event). max <= 0 means all.
+	// It returns ErrStreamNotFound when the stream has no events.
+	ReadStream(ctx context.Context, stream string, from Revision, max int) ([]RecordedEvent, error)
+	// SubscribeAll starts a catch-up subscription to the global log,
+	// exclusive of after (Position{} means from the beginning).
+	SubscribeAll(ctx context.Context, after Position, filter Filter) (Subscription, error)
+}
+
+// HeadReader is implemented by backends that can report the position of the
+// newest event in the log. The projection watchdog uses it to detect stalled
+// subscriptions.
+type HeadReader interface {
+	Head(ctx context.Context) (Position, error)
+}
+
+// Errors returned by backends. Backends wrap them; test with errors.Is.
+var (
+	ErrWrongExpectedRevision = errors.New("eventstore: wrong expected revision")
+	ErrStreamNotFound        = errors.New("eventstore: stream not found")
+	// ErrDuplicateEventID: an event ID of the append is already stored, but not
+	// as the same events in the same stream (so the append is not a retry).
+	ErrDuplicateEventID = errors.New("eventstore: duplicate event id")
+	// ErrInvalidAppend: the append itself is malformed (empty stream name, no
+	// events, empty type, zero event ID, ...).
+	ErrInvalidAppend = errors.New("eventstore: invalid append")
+	// ErrClosed: the store or subscription was closed.
+	ErrClosed = errors.New("eventstore: closed")
+)
+
+// WrongRevisionError tells which revision the stream had when an append's
+// expectation failed.
+type WrongRevisionError struct {
+	Stream   string
+	Expected Revision
+	// Actual is the stream's current revision; NoStream when it has no events.
+	Actual Revision
+}
+
+func (e *WrongRevisionError) Error() string {
+	return fmt.Sprintf("eventstore: append to %q: expected revision %v, stream is at %v", e.Stream, e.Expected, e.Actual)
+}
+
+func (e *WrongRevisionError) Unwrap() error { return ErrWrongExpectedRevision }
+
+// Revision is a position within one stream (the 0-based index of an event),
+// or, when appending, an expectation about the stream's current revision.
+// The zero value is Any.
+type Revision struct {
+	kind revisionKind
+	n    uint64
+}
+
+type revisionKind uint8
+
+const (
+	kindAny revisionKind = iota
+	kindNoStream
+	kindStreamExists
+	kindExact
+)
+
+var (
+	// Any accepts whatever the stream's state is.
+	Any = Revision{kind: kindAny}
+	// NoStream expects the stream to have no events.
+	NoStream = Revision{kind: kindNoStream}
+	// StreamExists expects the stream to have at least one event.
+	StreamExists = Revision{kind: kindStreamExists}
+	// Start is the revision of a stream's first event, for ReadStream.
+	Start = Exact(0)
+)
+
+// Exact is the revision of the event with 0-based index n in its stream. As an
+// append expectation it means "the stream's last event is at revision n".
+func Exact(n uint64) Revision { return Revision{kind: kindExact, n: n} }
+
+// IsAny, IsNoStream, IsStreamExists report the kind of an expectation.
+func (r Revision) IsAny() bool          { return r.kind == kindAny }
+func (r Revision) IsNoStream() bool     { return r.kind == kindNoStream }
+func (r Revision) IsStreamExists() bool { return r.kind == kindStreamExists }
+
+// Exact returns the revision number and whether r is an exact revision.
+func (r Revision) Exact() (uint64, bool) { return r.n, r.kind == kindExact }
+
+// Satisfied reports whether a stream whose last event is at revision current
+// (exists == false: the stream has no events) meets expectation r.
+func (r Revision) Satisfied(current uint64, exists bool) bool {
+	switch r.kind {
+	case kindAny:
+		return true
+	case kindNoStream:
+		return !exists
+	case kindStreamExists:
+		return exists
+	default:
+		return exists && current == r.n
+	}
+}
+
+func (r Revision) String() string {
+	switch r.kind {
+	case kindAny:
+		return "any"
+	case kindNoStream:
+		return "no-stream"
+	case kindStreamExists:
+		return "stream-exists"
+	default:
+		return fmt.Sprintf("%d", r.n)
+	}
+}
+
+// Position is a place in the global log. Backends with a dense sequence
+// (embedded) set Commit == Prepare == the 1-based sequence number; EventStoreDB
+// uses sparse byte offsets. Position{} is before the first event.
+type Position struct {
+	Commit  uint64
+	Prepare uint64
+}
+
+// Beginning is the position before the first event of the log.
+var Beginning = Position{}
+
+// Compare returns -1, 0 or +1 as p is before, equal to or after q.
+func (p Position) Compare(q Position) int {
+	switch {
+	case p.Commit < q.Commit:
+		return -1
+	case p.Commit > q.Commit:
+		return 1
+	case p.Prepare < q.Prepare:
+		return -1
+	case p.Prepare > q.Prepare:
+		return 1
+	}
+	return 0
+}
+
+// After reports whether p comes after q.
+func (p Position) After(q Position) bool { return p.Compare(q) > 0 }
+
+// IsZero reports whether p is the beginning of the log.
+func (p Position) IsZero() bool { return p == Position{} }
+
+func (p Position) String() string { return fmt.Sprintf("%d/%d", p.Commit, p.Prepare) }
+
+// EventID identifies an event. It is a UUID in binary form, chosen by the
+// caller (deterministic for a retried request).
+type EventID [16]byte
+
+// IsZero reports whether id is all zeroes (not a valid event ID).
+func (id EventID) IsZero() bool { return id == EventID{} }
+
+func (id EventID) String() string {
+	const hex = "0123456789abcdef"
+	var b [36]byte
+	j := 0
+	for i, c := range id {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b[j] = '-'
+			j++
+		}
+		b[j], b[j+1] = hex[c>>4], hex[c&0xf]
+		j += 2
+	}
+	return string(b[:])
+}
+
+// EventData is an event to append.
+type EventData struct {
+	ID       EventID
+	Type     string
+	Data     []byte
+	Metadata []byte
+}
+
+// RecordedEvent is an event as stored.
+type RecordedEvent struct {
+	ID       EventID
+	Stream   string
+	Revision uint64 // 0-based index within Stream
+	Position Position
+	Type     string
+	Data     []byte
+	Metadata []byte
+	Created  time.Time // when the store recorded it (UTC)
+}
+
+// AppendResult tells where an append landed.
+type AppendResult struct {
+	// NextExpected is the revision of the last event now in the stream: pass
+	// Exact(NextExpected) to append after it.
+	NextExpected uint64
+	// Position of the last appended event in the global log.
+	Position Position
+}
+
+// Filter selects events of a subscription. Empty lists select everything; a
+// non-empty list selects events whose stream (or type) starts with one of its
+// prefixes. Both lists must match when both are set.
+type Filter struct {
+	StreamPrefixes    []string
+	EventTypePrefixes []string
+}
+
+// Match reports whether an event of stream and eventType passes f.
+func (f Filter) Match(stream, eventType string) bool {
+	return matchPrefix(f.StreamPrefixes, stream) && matchPrefix(f.EventTypePrefixes, eventType)
+}
+
+func matchPrefix(prefixes []string, s string) bool {
+	if len(prefixes) == 0 {
+		return true
+	}
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Batch is what a subscription delivers: zero or more events in log order and
+// how far the subscription has scanned.
+type Batch struct {
+	Events []RecordedEvent
+	// Checkpoint is the position up to which the log has been scanned,
+	// including events the filter dropped. It is at or after the last event of
+	// Events. Resuming SubscribeAll after Checkpoint neither repeats nor skips.
+	Checkpoint Position
+	// CaughtUp is set once the subscription has delivered everything that was
+	// in the log when it reached the head; it stays set on later (live) batches.
+	CaughtUp bool
+}
+
+// Subscription is a catch-up-then-live subscription to the global log.
+type Subscription interface {
+	// Recv blocks until the next batch is available. It returns an error when
+	// ctx ends, the subscription is closed or dropped; the subscription is
+	// unusable after an error.
+	Recv(ctx context.Context) (Batch, error)
+	// Close ends the subscription and releases its resources.
+	Close() error
+}
+
+// ValidateAppend checks the parts of an append that every backend rejects
+// with ErrInvalidAppend.
+func ValidateAppend(stream string, events []EventData) error {
+	if err := ValidateStreamName(stream); err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return fmt.Errorf("%w: no events for stream %q", ErrInvalidAppend, stream)
+	}
+	seen := make(map[EventID]struct{}, len(events))
+	for i, e := range events {
+		if e.ID.IsZero() {
+			return fmt.Errorf("%w: event %d of stream %q has no id", ErrInvalidAppend, i, stream)
+		}
+		if e.Type == "" {
+			return fmt.Errorf("%w: event %d of stream %q has no type", ErrInvalidAppend, i, stream)
+		}
+		if _, dup := seen[e.ID]; dup {
+			return fmt.Errorf("%w: event id %s repeated within one append", ErrInvalidAppend, e.ID)
+		}
+		seen[e.ID] = struct{}{}
+	}
+	return nil
+}
+
+// ValidateStreamName rejects names that no backend can store: empty, NUL
+// bytes, or names of EventStoreDB system streams.
+func ValidateStreamName(stream string) error {
+	switch {
+	case stream == "":
+		return fmt.Errorf("%w: empty stream name", ErrInvalidAppend)
+	case strings.IndexByte(stream, 0) >= 0:
+		return fmt.Errorf("%w: stream name contains NUL", ErrInvalidAppend)
+	case strings.HasPrefix(stream, "$"):
+		return fmt.Errorf("%w: stream name %q is reserved", ErrInvalidAppend, stream)
+	case len(stream) > 1024:
+		return fmt.Errorf("%w: stream name longer than 1024 bytes", ErrInvalidAppend)
+	}
+	return nil
+}
