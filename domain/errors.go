@@ -1,0 +1,49 @@
+package domain
+
+import "errors"
+
+// Sentinel errors of the event registry. They are returned wrapped in an
+// *EventError; test for them with errors.Is.
+var (
+	// ErrInvalidEventType reports an event type name that does not match
+	// AggregateVerbed.vN (see ValidateEventType).
+	ErrInvalidEventType = errors.New("invalid event type name")
+	// ErrDuplicateEventType reports a second registration of one name.
+	ErrDuplicateEventType = errors.New("event type already registered")
+	// ErrEventTypeMismatch reports an event whose EventType method or Go
+	// type disagrees with the name it is registered or encoded under.
+	ErrEventTypeMismatch = errors.New("event type mismatch")
+	// ErrInvalidEventFactory reports a factory that does not return a fresh
+	// struct event (see Registry.Add).
+	ErrInvalidEventFactory = errors.New("invalid event factory")
+	// ErrUnknownEventType reports a name with no registration and no
+	// upcaster.
+	ErrUnknownEventType = errors.New("unknown event type")
+	// ErrInvalidEventData reports stored event data that is not a JSON
+	// object or does not decode into the registered type.
+	ErrInvalidEventData = errors.New("invalid event data")
+	// ErrInvalidUpcaster reports a bad upcaster registration: invalid or
+	// equal names, a duplicate source, a cycle, or a source that is itself
+	// a registered event type.
+	ErrInvalidUpcaster = errors.New("invalid upcaster")
+)
+
+// EventError is the error of a registry operation. It names the operation
+// ("register", "encode", "decode" or "upcast") and the event type.
+type EventError struct {
+	Op        string
+	EventType string
+	Err       error
+}
+
+// Error implements error.
+func (e *EventError) Error() string {
+	name := e.EventType
+	if name == "" {
+		name = `""`
+	}
+	return "domain: " + e.Op + " " + name + ": " + e.Err.Error()
+}
+
+// Unwrap returns the underlying error.
+func (e *EventError) Unwrap() error { return e.Err }
