@@ -5,12 +5,17 @@
 // The contract (checked by eventstore/storetest against every backend):
 //   - Append is atomic: all events of one call land, in order, or none do.
 //   - A nil error from Append means the events are durable (fsynced).
-//   - Event IDs are supplied by the caller. Appending events whose IDs are
-//     already stored, to the same stream and in the same order, is a no-op that
-//     returns the original result, so a retried request never duplicates.
+//   - Event IDs are supplied by the caller. Repeating an append whose events
+//     are already stored, in the same stream and order, with an expectation
+//     that would have put them where they are (or Any), is a no-op answered
+//     with where they are, so a retried request never duplicates. Any other
+//     append of stored IDs fails (ErrDuplicateEventID) and stores nothing.
 //   - SubscribeAll delivers every event after `after` exactly once, in log
 //     order: first the stored ones (catch-up), then new ones as they are
-//     appended (live), with no gap and no duplicate at the handover.
+//     appended (live), with no gap and no duplicate at the handover. Ending
+//     the context given to SubscribeAll ends the subscription.
+//   - After Close, every method of the store, and Recv of its subscriptions,
+//     fails with an error that errors.Is ErrClosed.
 package eventstore
 
 import (
@@ -37,7 +42,8 @@ type Store interface {
 }
 
 // HeadReader is implemented by backends that can report the position of the
-// newest event in the log. The projection watchdog uses it to detect stalled
+// newest durable event in the log (the last acknowledged append's, once
+// Append has returned). The projection watchdog uses it to detect stalled
 // subscriptions.
 type HeadReader interface {
 	Head(ctx context.Context) (Position, error)
@@ -259,7 +265,10 @@ type Batch struct {
 	// Events. Resuming SubscribeAll after Checkpoint neither repeats nor skips.
 	Checkpoint Position
 	// CaughtUp is set once the subscription has delivered everything that was
-	// in the log when it reached the head; it stays set on later (live) batches.
+	// in the log when it reached the head; it stays set on later (live)
+	// batches. The batch that first reaches the head is delivered even when it
+	// holds no events, and so is a live batch whose events the filter dropped,
+	// so that Checkpoint follows the log.
 	CaughtUp bool
 }
 

@@ -1,0 +1,208 @@
+package embedded_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+	"tvsm/eventstore/embedded"
+)
+
+// benchPayload is a typical account event: about 200 bytes of JSON.
+type benchPayload struct {
+	AccountID int64  `json:"account_id"`
+	Provider  int64  `json:"provider"`
+	Login     string `json:"login"`
+	Fullname  string `json:"fullname"`
+	Enabled   bool   `json:"enabled"`
+	Contract  string `json:"contract_info"`
+	Address   string `json:"main_address"`
+}
+
+func (benchPayload) EventType() string { return "BenchAccountCreated.v1" }
+
+func benchEvent(key string, i int) eventstore.EventData {
+	data, _ := json.Marshal(benchPayload{
+		AccountID: int64(i), Provider: 7, Login: "user" + strconv.Itoa(i), Fullname: "Subscriber Number " + strconv.Itoa(i),
+		Enabled: true, Contract: "contract 2026/" + strconv.Itoa(i), Address: "1 Long Street, Flat " + strconv.Itoa(i%500),
+	})
+	return eventstore.EventData{
+		ID: eventstore.DeriveEventID(key, i), Type: "BenchAccountCreated.v1", Data: data,
+		Metadata: []byte(`{"occurred_at":"2026-11-22T17:59:41.123456789Z","actor":"admin:sync","request_id":"r-1"}`),
+	}
+}
+
+// BenchmarkAppend measures durable single-event appends with 1, 16 and 256
+// concurrent appenders, each append fsynced before it returns.
+func BenchmarkAppend(b *testing.B) {
+	for _, appenders := range []int{1, 16, 256} {
+		b.Run(fmt.Sprintf("appenders=%d", appenders), func(b *testing.B) {
+			s, err := embedded.Open(b.TempDir(), embedded.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for w := 0; w < appenders; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := int(next.Add(1)) - 1
+						if i >= b.N {
+							return
+						}
+						stream := "account-" + strconv.Itoa(i%10000)
+						if _, err := s.Append(ctx, stream, eventstore.Any, benchEvent("bench", i)); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			groups, appends := s.Stats()
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "appends/s")
+			b.ReportMetric(float64(appends)/float64(max(groups, 1)), "appends/fsync")
+		})
+	}
+}
+
+// replayEvents is the size of the log the replay benchmark reads; override
+// with TVSM_BENCH_REPLAY_EVENTS.
+func replayEvents() int {
+	if n, err := strconv.Atoi(os.Getenv("TVSM_BENCH_REPLAY_EVENTS")); err == nil && n > 0 {
+		return n
+	}
+	return 1_000_000
+}
+
+// populate fills a store with n events over n/10 streams, 1000 per append.
+func populate(b *testing.B, dir string, n int) {
+	s, err := embedded.Open(dir, embedded.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	const per = 1000
+	for i := 0; i < n; i += per {
+		evs := make([]eventstore.EventData, 0, per)
+		for j := i; j < min(i+per, n); j++ {
+			evs = append(evs, benchEvent("replay", j))
+		}
+		if _, err := s.Append(ctx, "account-"+strconv.Itoa(i/per), eventstore.Any, evs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Let flushes and compactions of the fresh data finish, so the replay
+	// measures reading, not pebble competing for the two cores.
+	db := s.PebbleDB()
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); db.Metrics().Compact.NumInProgress > 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// BenchmarkReplay measures a full catch-up subscription over the log: events
+// read from pebble and decoded into RecordedEvents, and, in the json case,
+// additionally decoded into domain events through the registry.
+func BenchmarkReplay(b *testing.B) {
+	n := replayEvents()
+	dir := b.TempDir()
+	populate(b, dir, n)
+	reg := domain.NewRegistry()
+	reg.Register("BenchAccountCreated.v1", func() domain.Event { return benchPayload{} })
+
+	for _, decode := range []string{"store", "json"} {
+		b.Run("decode="+decode, func(b *testing.B) {
+			s, err := embedded.Open(dir, embedded.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			b.ResetTimer()
+			start := time.Now()
+			for iter := 0; iter < b.N; iter++ {
+				sub, err := s.SubscribeAll(ctx, eventstore.Beginning, eventstore.Filter{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				got := 0
+				for {
+					batch, err := sub.Recv(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if decode == "json" {
+						for _, e := range batch.Events {
+							if _, err := reg.Decode(e.Type, e.Data); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+					got += len(batch.Events)
+					if batch.CaughtUp {
+						break
+					}
+				}
+				sub.Close()
+				if got != n {
+					b.Fatalf("replayed %d events, want %d", got, n)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/time.Since(start).Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkRawScan is the ceiling for BenchmarkReplay: pebble iterating the
+// event range of the same log without decoding anything.
+func BenchmarkRawScan(b *testing.B) {
+	dir := b.TempDir()
+	populate(b, dir, replayEvents())
+	s, err := embedded.Open(dir, embedded.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		it, err := s.PebbleDB().NewIter(&pebble.IterOptions{LowerBound: []byte{'e'}, UpperBound: []byte{'f'}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			if _, err := it.ValueAndErr(); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		it.Close()
+		if n != replayEvents() {
+			b.Fatalf("scanned %d events, want %d", n, replayEvents())
+		}
+	}
+	b.ReportMetric(float64(replayEvents()*b.N)/time.Since(start).Seconds(), "events/s")
+}

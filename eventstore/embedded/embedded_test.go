@@ -1,0 +1,103 @@
+package embedded_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"tvsm/eventstore"
+	"tvsm/eventstore/embedded"
+)
+
+func openStore(t testing.TB, dir string) *embedded.Store {
+	t.Helper()
+	s, err := embedded.Open(dir, embedded.Options{})
+	if err != nil {
+		t.Fatalf("open %s: %v", dir, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func event(key string, i int) eventstore.EventData {
+	return eventstore.EventData{ID: eventstore.DeriveEventID(key, i), Type: "Test.v1", Data: []byte(fmt.Sprintf(`{"i":%d}`, i))}
+}
+
+// Appends waiting together share one fsync: with many concurrent appenders
+// the store makes far fewer group commits than appends.
+func TestGroupCommitSharesFsync(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	ctx := context.Background()
+	const writers, each = 64, 20
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		go func() {
+			for i := 0; i < each; i++ {
+				_, err := s.Append(ctx, fmt.Sprintf("g-%d", w), eventstore.Any, event(fmt.Sprintf("g-%d", w), i))
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < writers; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	groups, appends := s.Stats()
+	if appends != writers*each {
+		t.Fatalf("appends = %d, want %d", appends, writers*each)
+	}
+	if groups >= appends {
+		t.Fatalf("groups = %d for %d appends: no append shared an fsync", groups, appends)
+	}
+	t.Logf("%d appends in %d group commits (%.1f per fsync)", appends, groups, float64(appends)/float64(groups))
+}
+
+// A closed store refuses appends and ends subscriptions with ErrClosed.
+func TestClosedStore(t *testing.T) {
+	s, err := embedded.Open(t.TempDir(), embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sub, err := s.SubscribeAll(ctx, eventstore.Beginning, eventstore.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Recv(ctx); err != nil { // caught-up batch on an empty store
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { _, err := sub.Recv(ctx); got <- err }()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if !errors.Is(err, eventstore.ErrClosed) {
+			t.Fatalf("Recv after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Recv did not return after Close")
+	}
+	if _, err := s.Append(ctx, "x", eventstore.Any, event("x", 0)); !errors.Is(err, eventstore.ErrClosed) {
+		t.Fatalf("Append after Close: %v, want ErrClosed", err)
+	}
+}
+
+// A second Open of the same directory fails while the first holds it, so two
+// processes can never write one log.
+func TestOpenLocksDirectory(t *testing.T) {
+	dir := t.TempDir()
+	openStore(t, dir)
+	if s, err := embedded.Open(dir, embedded.Options{}); err == nil {
+		s.Close()
+		t.Fatal("second Open of a directory in use succeeded")
+	}
+}

@@ -1,0 +1,65 @@
+package embedded
+
+import (
+	"encoding/binary"
+
+	"tvsm/eventstore"
+)
+
+// Key layout. Every key starts with a one-byte kind so that the kinds occupy
+// disjoint ranges and each can be scanned on its own.
+//
+//	'e' pos(8)                      → event record (see record.go)
+//	's' stream 0x00 revision(8)     → pos(8): per-stream index
+//	'i' eventID(16)                 → pos(8): event-id dedup index
+//	'm' name                        → store metadata (format version)
+//
+// Integers are big-endian so that byte order is numeric order.
+const (
+	kindEvent  = 'e'
+	kindStream = 's'
+	kindID     = 'i'
+	kindMeta   = 'm'
+)
+
+func eventKey(pos uint64) []byte {
+	k := make([]byte, 9)
+	k[0] = kindEvent
+	binary.BigEndian.PutUint64(k[1:], pos)
+	return k
+}
+
+// eventKeyPos returns the position encoded in an event key.
+func eventKeyPos(k []byte) uint64 { return binary.BigEndian.Uint64(k[1:]) }
+
+// streamPrefix is the common prefix of every index key of stream. Stream
+// names never contain NUL (eventstore.ValidateStreamName), so the 0x00
+// separator keeps "a" and "ab" apart.
+func streamPrefix(stream string) []byte {
+	k := make([]byte, 0, len(stream)+10)
+	k = append(k, kindStream)
+	k = append(k, stream...)
+	return append(k, 0)
+}
+
+func streamKey(stream string, rev uint64) []byte {
+	return binary.BigEndian.AppendUint64(streamPrefix(stream), rev)
+}
+
+// streamUpperBound is the smallest key after every index key of stream.
+func streamUpperBound(stream string) []byte {
+	k := streamPrefix(stream)
+	k[len(k)-1] = 1
+	return k
+}
+
+func idKey(id eventstore.EventID) []byte {
+	k := make([]byte, 17)
+	k[0] = kindID
+	copy(k[1:], id[:])
+	return k
+}
+
+func metaKey(name string) []byte { return append([]byte{kindMeta}, name...) }
+
+func encodePos(pos uint64) []byte { return binary.BigEndian.AppendUint64(nil, pos) }

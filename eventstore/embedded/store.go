@@ -1,0 +1,309 @@
+// Package embedded is the default event store backend: a single-node log kept
+// in pebble, needing no server.
+//
+// All appends go through one committer goroutine, which takes every append
+// waiting at that moment, checks their expectations in order, writes them in
+// one pebble batch and fsyncs once (group commit). Append returns only after
+// that fsync, so an acknowledged event survives a crash. Positions form a dense
+// sequence 1, 2, 3, ... (Commit == Prepare).
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"tvsm/eventstore"
+)
+
+// formatVersion is stored under metaKey("format"); Open refuses other values.
+const formatVersion = 1
+
+// Options tune the store. The zero value is ready to use.
+type Options struct {
+	Logger *slog.Logger
+	// Clock gives the Created time of events (default time.Now).
+	Clock func() time.Time
+	// MaxGroup bounds how many appends share one fsync (default 4096).
+	MaxGroup int
+	// CacheSize is pebble's block cache in bytes (default 64 MiB).
+	CacheSize int64
+}
+
+// Store is the embedded backend. It implements eventstore.Store and
+// eventstore.HeadReader. Safe for concurrent use.
+type Store struct {
+	db      *pebble.DB
+	log     *slog.Logger
+	clock   func() time.Time
+	maxGrp  int
+	reqs    chan *appendReq
+	closing chan struct{}
+	done    chan struct{} // closed when the committer has exited
+	once    sync.Once
+	head    headNotifier
+	// broken holds the error that made the store refuse further appends (a
+	// failed fsync leaves the on-disk state unknown; see fsyncgate).
+	broken atomic.Pointer[error]
+	stats  storeStats
+}
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.MaxGroup <= 0 {
+		opts.MaxGroup = 4096
+	}
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = 64 << 20
+	}
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref()
+	popts := &pebble.Options{
+		Cache:              cache,
+		FormatMajorVersion: pebble.FormatNewest,
+		MemTableSize:       64 << 20,
+		Logger:             pebbleLogger{opts.Logger.With("component", "pebble")},
+	}
+	// The log is read mostly by long sequential scans (replay, catch-up), for
+	// which 32 KiB blocks cost far less per event than the default 4 KiB:
+	// measured replay went from about 0.9 to over 1.3 million events/s.
+	for i := range popts.Levels {
+		popts.Levels[i].BlockSize = 32 << 10
+	}
+	db, err := pebble.Open(dir, popts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: open %s: %w", dir, err)
+	}
+	s := &Store{
+		db:      db,
+		log:     opts.Logger,
+		clock:   opts.Clock,
+		maxGrp:  opts.MaxGroup,
+		reqs:    make(chan *appendReq),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	last, err := s.init()
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("embedded: open %s: %w", dir, err)
+	}
+	s.head.init(last)
+	go s.commitLoop(last)
+	return s, nil
+}
+
+// init checks the format marker (writing it on a new store) and returns the
+// position of the last stored event.
+func (s *Store) init() (uint64, error) {
+	v, closer, err := s.db.Get(metaKey("format"))
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		if err := s.db.Set(metaKey("format"), encodePos(formatVersion), pebble.Sync); err != nil {
+			return 0, err
+		}
+	case err != nil:
+		return 0, err
+	default:
+		got := binary.BigEndian.Uint64(v)
+		closer.Close()
+		if got != formatVersion {
+			return 0, fmt.Errorf("data format %d, this build reads %d", got, formatVersion)
+		}
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindEvent}, UpperBound: []byte{kindEvent + 1}})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0, it.Error()
+	}
+	return eventKeyPos(it.Key()), nil
+}
+
+// Close stops accepting appends, ends subscriptions and closes the database.
+// Appends in flight either complete or fail with ErrClosed.
+func (s *Store) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.closing)
+		<-s.done
+		err = s.db.Close()
+	})
+	return err
+}
+
+// Head returns the position of the last durable event (Beginning when empty).
+func (s *Store) Head(context.Context) (eventstore.Position, error) {
+	p := s.head.load()
+	return eventstore.Position{Commit: p, Prepare: p}, nil
+}
+
+// Append implements eventstore.Store.
+func (s *Store) Append(ctx context.Context, stream string, expect eventstore.Revision, events ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if err := eventstore.ValidateAppend(stream, events); err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	if errp := s.broken.Load(); errp != nil {
+		return eventstore.AppendResult{}, *errp
+	}
+	req := &appendReq{ctx: ctx, stream: stream, expect: expect, events: events, done: make(chan appendResp, 1)}
+	select {
+	case s.reqs <- req:
+	case <-s.closing:
+		return eventstore.AppendResult{}, eventstore.ErrClosed
+	case <-ctx.Done():
+		return eventstore.AppendResult{}, ctx.Err()
+	}
+	// Once the committer has the request the outcome is decided by it; a
+	// caller that stops waiting gets ctx.Err() and an unknown outcome, which a
+	// retry with the same event IDs resolves.
+	select {
+	case r := <-req.done:
+		return r.res, r.err
+	case <-ctx.Done():
+		return eventstore.AppendResult{}, ctx.Err()
+	}
+}
+
+// ReadStream implements eventstore.Store.
+func (s *Store) ReadStream(ctx context.Context, stream string, from eventstore.Revision, max int) ([]eventstore.RecordedEvent, error) {
+	if err := eventstore.ValidateStreamName(stream); err != nil {
+		return nil, err
+	}
+	start, ok := from.Exact()
+	if !ok && !from.IsAny() {
+		return nil, fmt.Errorf("%w: read %q from %v: want an exact revision", eventstore.ErrInvalidAppend, stream, from)
+	}
+	select {
+	case <-s.closing:
+		return nil, eventstore.ErrClosed
+	default:
+	}
+	head := s.head.load()
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: streamKey(stream, start), UpperBound: streamUpperBound(stream)})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: read %q: %w", stream, err)
+	}
+	defer it.Close()
+	dec := newDecoder()
+	var out []eventstore.RecordedEvent
+	for ok := it.First(); ok && (max <= 0 || len(out) < max); ok = it.Next() {
+		pos := binary.BigEndian.Uint64(it.Value())
+		if pos > head {
+			break // committed by pebble but not yet acknowledged as durable
+		}
+		e, err := s.eventAt(dec, pos)
+		if err != nil {
+			return nil, fmt.Errorf("embedded: read %q: %w", stream, err)
+		}
+		out = append(out, e)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("embedded: read %q: %w", stream, err)
+	}
+	if len(out) == 0 {
+		if exists, err := s.streamExists(stream, head); err != nil {
+			return nil, err
+		} else if !exists {
+			return nil, fmt.Errorf("embedded: read %q: %w", stream, eventstore.ErrStreamNotFound)
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) streamExists(stream string, head uint64) (bool, error) {
+	_, exists, err := s.streamHead(stream)
+	if err != nil || !exists {
+		return false, err
+	}
+	// The first event decides: a stream created after head does not exist yet.
+	v, closer, err := s.db.Get(streamKey(stream, 0))
+	if err != nil {
+		return false, err
+	}
+	defer closer.Close()
+	return binary.BigEndian.Uint64(v) <= head, nil
+}
+
+func (s *Store) eventAt(dec *decoder, pos uint64) (eventstore.RecordedEvent, error) {
+	v, closer, err := s.db.Get(eventKey(pos))
+	if err != nil {
+		return eventstore.RecordedEvent{}, fmt.Errorf("event at position %d: %w", pos, err)
+	}
+	defer closer.Close()
+	return dec.decode(pos, v)
+}
+
+// streamHead returns the revision of the last stored event of stream.
+func (s *Store) streamHead(stream string) (rev uint64, exists bool, err error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: streamPrefix(stream), UpperBound: streamUpperBound(stream)})
+	if err != nil {
+		return 0, false, err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0, false, it.Error()
+	}
+	k := it.Key()
+	return binary.BigEndian.Uint64(k[len(k)-8:]), true, nil
+}
+
+// pebbleLogger routes pebble's messages to slog; pebble's Fatalf means the
+// database cannot continue, which we report and then panic as pebble expects.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) { p.l.Debug(fmt.Sprintf(format, args...)) }
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...))
+}
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg, "fatal", true)
+	panic(msg)
+}
+
+// headNotifier holds the last durable position and wakes subscribers when it
+// moves. Waiters take the channel before re-reading the log, so an advance
+// between their read and their wait is never missed.
+type headNotifier struct {
+	mu   sync.Mutex
+	pos  atomic.Uint64
+	wake chan struct{}
+}
+
+func (h *headNotifier) init(pos uint64) {
+	h.pos.Store(pos)
+	h.wake = make(chan struct{})
+}
+
+func (h *headNotifier) load() uint64 { return h.pos.Load() }
+
+// watch returns the current head and a channel closed on the next advance.
+func (h *headNotifier) watch() (uint64, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pos.Load(), h.wake
+}
+
+func (h *headNotifier) advance(pos uint64) {
+	h.mu.Lock()
+	h.pos.Store(pos)
+	close(h.wake)
+	h.wake = make(chan struct{})
+	h.mu.Unlock()
+}
