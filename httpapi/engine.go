@@ -1,0 +1,102 @@
+// Package httpapi is tvsm's HTTP interface: the gin engine, its middleware
+// (request ids, request log, metrics, panic recovery), the error body every
+// API answers with, and the operational endpoints /healthz, /readyz and
+// /metrics. It depends on ports (interfaces and funcs it is given), never on
+// a storage backend.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// ReadinessFunc reports nil when the node can serve traffic, or an error
+// saying why not (for example "read model catching up").
+type ReadinessFunc func(ctx context.Context) error
+
+// MetricsRegistry is where the API registers its request metrics and what
+// /metrics serves.
+type MetricsRegistry interface {
+	prometheus.Registerer
+	prometheus.Gatherer
+}
+
+// Options are the dependencies of the engine.
+type Options struct {
+	// Logger receives the request log and panics. Nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics is served at /metrics. Nil means a fresh, empty registry.
+	Metrics MetricsRegistry
+	// Ready backs /readyz. Nil means always ready.
+	Ready ReadinessFunc
+}
+
+// New builds the engine with the middleware and operational routes. API
+// handlers are added to it by the packages that own them.
+func New(opts Options) *gin.Engine {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	registry := opts.Metrics
+	if registry == nil {
+		registry = prometheus.NewRegistry()
+	}
+	ready := opts.Ready
+	if ready == nil {
+		ready = func(context.Context) error { return nil }
+	}
+
+	gin.SetMode(gin.ReleaseMode)
+	engine := gin.New()
+	// c.Done()/c.Value() fall back to the request's context, so handlers can
+	// pass the gin context straight to code that takes a context.Context.
+	engine.ContextWithFallback = true
+	// Take the client address from the connection, not from X-Forwarded-For
+	// headers anyone can send. (A trusted-proxy setting can come later.)
+	_ = engine.SetTrustedProxies(nil)
+
+	// Order matters: the request log and metrics wrap recovery so they see
+	// the 500 it writes.
+	engine.Use(
+		requestIDMiddleware(),
+		requestLogMiddleware(logger),
+		newHTTPMetrics(registry).middleware(),
+		recoveryMiddleware(logger),
+	)
+
+	engine.GET("/healthz", healthz)
+	engine.GET("/readyz", readyz(ready))
+	engine.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+	})))
+	engine.NoRoute(func(c *gin.Context) {
+		WriteError(c, NotFound("no route "+c.Request.Method+" "+c.Request.URL.Path))
+	})
+	return engine
+}
+
+// healthz answers 200 while the process can run handlers at all (liveness).
+func healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+}
+
+// readyz answers 200 when the node should receive traffic, else 503 with
+// the reason (readiness: a load balancer takes the node out meanwhile).
+func readyz(ready ReadinessFunc) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := ready(c.Request.Context()); err != nil {
+			c.AbortWithStatusJSON(http.StatusServiceUnavailable, &Error{
+				Status: http.StatusServiceUnavailable, Code: CodeNotReady, Cause: err.Error(),
+			})
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"status": "ready"})
+	}
+}
