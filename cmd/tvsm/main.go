@@ -1,0 +1,111 @@
+// Command tvsm is the tvsm service and its operator tools.
+//
+//	tvsm serve      run the service
+//	tvsm version    print the version
+//	tvsm help       print this usage
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	_ "time/tzdata" // eod_timezone must work on hosts without a zone database
+
+	"tvsm/internal/config"
+)
+
+func main() {
+	// SIGINT and SIGTERM cancel ctx; serve then shuts down gracefully. A second
+	// signal after stop() kills the process the default way.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // bad command line or configuration
+)
+
+const usageText = `tvsm: event-sourced subscriber management for IPTV operators.
+
+Usage:
+  tvsm serve [flags]    run the service (tvsm help serve lists the flags)
+  tvsm version          print the version and build information
+  tvsm help [command]   print this text, or a command's flags
+`
+
+// run is main without the process: it takes the arguments after the program
+// name and returns the exit code, so tests can call it in-process.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return exitUsage
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return exitCode("serve", serve(ctx, rest, os.LookupEnv, stderr), stderr)
+	case "version":
+		if len(rest) > 0 {
+			fmt.Fprintf(stderr, "tvsm version: unexpected argument %q\n", rest[0])
+			return exitUsage
+		}
+		printVersion(stdout)
+		return exitOK
+	case "help", "-h", "-help", "--help":
+		return help(rest, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "tvsm: unknown command %q\n\n%s", cmd, usageText)
+		return exitUsage
+	}
+}
+
+func help(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(stdout, usageText)
+		return exitOK
+	case args[0] == "serve":
+		_, err := config.Load("serve", []string{"-h"}, os.LookupEnv, stdout)
+		return exitCode("help", err, stderr)
+	case args[0] == "version":
+		fmt.Fprintln(stdout, "Usage: tvsm version\n\nPrints the version, the Go version and the VCS revision the binary was built from.")
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "tvsm help: unknown command %q\n\n%s", args[0], usageText)
+	return exitUsage
+}
+
+// exitCode reports err of command on stderr (unless the flag package already
+// did) and picks the exit code.
+func exitCode(command string, err error, stderr io.Writer) int {
+	var cmdLine *config.CommandLineError
+	var cfgErr *configError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &cmdLine):
+		return exitUsage // already printed with the usage
+	case errors.As(err, &cfgErr):
+		fmt.Fprintf(stderr, "tvsm %s: %v\n", command, err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "tvsm %s: %v\n", command, err)
+		return exitFailure
+	}
+}
+
+// configError marks a configuration that could not be loaded, as opposed to
+// a failure while running.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer collects the output of a run goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// isolateEnv blanks every TVSM_* variable of the test process: run reads the
+// real environment, and an empty variable counts as unset.
+func isolateEnv(t *testing.T) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TVSM_") {
+			t.Setenv(k, "")
+		}
+	}
+}
+
+func runCapture(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestRunCommandLine(t *testing.T) {
+	isolateEnv(t)
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // substring; "" means must be empty
+		stderr string // substring; "" means must be empty
+	}{
+		{name: "no command", args: nil, code: exitUsage, stderr: "Usage:"},
+		{name: "unknown command", args: []string{"frobnicate"}, code: exitUsage, stderr: `unknown command "frobnicate"`},
+		{name: "help", args: []string{"help"}, code: exitOK, stdout: "tvsm serve [flags]"},
+		{name: "--help", args: []string{"--help"}, code: exitOK, stdout: "tvsm version"},
+		{name: "help serve", args: []string{"help", "serve"}, code: exitOK, stdout: "-eventstore backend"},
+		{name: "help unknown", args: []string{"help", "x"}, code: exitUsage, stderr: `unknown command "x"`},
+		{name: "version", args: []string{"version"}, code: exitOK, stdout: "tvsm dev\ngo: go1."},
+		{name: "version with argument", args: []string{"version", "x"}, code: exitUsage, stderr: `unexpected argument "x"`},
+		{name: "serve -h", args: []string{"serve", "-h"}, code: exitOK, stderr: "Usage: tvsm serve [flags]"},
+		{name: "serve bad flag", args: []string{"serve", "--http", "nope"}, code: exitUsage, stderr: `invalid value "nope" for flag -http`},
+		{name: "serve extra argument", args: []string{"serve", "now"}, code: exitUsage, stderr: `unexpected argument "now"`},
+		{name: "serve unknown feature", args: []string{"serve", "--features", "teleport"}, code: exitUsage, stderr: `unknown feature "teleport"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCapture(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, stdout, stderr)
+			}
+			check := func(what, got, want string) {
+				if want == "" && got != "" {
+					t.Errorf("%s = %q, want nothing", what, got)
+				}
+				if !strings.Contains(got, want) {
+					t.Errorf("%s lacks %q:\n%s", what, want, got)
+				}
+			}
+			check("stdout", stdout, tc.stdout)
+			check("stderr", stderr, tc.stderr)
+		})
+	}
+}
+
+func TestServeConfigFromEnvironment(t *testing.T) {
+	isolateEnv(t)
+	t.Setenv("TVSM_STATS", "ftp://nope")
+	code, _, stderr := runCapture(t, "serve")
+	if code != exitUsage || !strings.Contains(stderr, "env TVSM_STATS") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestServeRefusesBackendsNotBuilt(t *testing.T) {
+	isolateEnv(t)
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--eventstore", "esdb://localhost:2113?tls=false", "esdb backend not built yet"},
+		{"--stats", "clickhouse://127.0.0.1:9000/tvsm", "clickhouse backend not built yet"},
+	} {
+		code, _, stderr := runCapture(t, "serve", "--data", t.TempDir(), "--http", "127.0.0.1:0", tc.flag, tc.value)
+		if code != exitFailure || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s %s: exit %d, stderr %q", tc.flag, tc.value, code, stderr)
+		}
+	}
+}
+
+func TestServeListenFailure(t *testing.T) {
+	isolateEnv(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	code, _, stderr := runCapture(t, "serve", "--data", t.TempDir(), "--http", busy.Addr().String())
+	if code != exitFailure || !strings.Contains(stderr, "listen on "+busy.Addr().String()) {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestServe runs `tvsm serve` in-process on a free port with a fresh data
+// directory, checks it answers over real HTTP, then stops it like SIGTERM.
+func TestServe(t *testing.T) {
+	isolateEnv(t)
+	data := filepath.Join(t.TempDir(), "data") // does not exist yet: serve creates it
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	stderr := &syncBuffer{}
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run(ctx, []string{"serve",
+			"--http", "127.0.0.1:0", "--data", data,
+			"--log-format", "json", "--shutdown-timeout", "5s",
+		}, io.Discard, stderr)
+	}()
+
+	addr := waitForListening(t, stderr, exited)
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatalf("GET /healthz: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != `{"status":"ok"}` {
+		t.Fatalf("GET /healthz = %d %s", resp.StatusCode, body)
+	}
+	if _, err := os.Stat(filepath.Join(data, "events")); err != nil {
+		t.Errorf("embedded event store not in the data directory: %v", err)
+	}
+
+	cancel() // what SIGINT/SIGTERM do
+	select {
+	case code := <-exited:
+		if code != exitOK {
+			t.Fatalf("serve exited %d, want 0; log:\n%s", code, stderr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("serve did not stop within 10s of cancellation; log:\n%s", stderr)
+	}
+	for _, want := range []string{`"msg":"shutting down"`, `"msg":"stopped"`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("log lacks %s", want)
+		}
+	}
+	if _, err := client.Get("http://" + addr + "/healthz"); err == nil {
+		t.Error("server still answers after shutdown")
+	}
+}
+
+// waitForListening reads the JSON log until the "listening" line and returns
+// its address (port 0 was asked for, so only the log knows it).
+func waitForListening(t *testing.T, log *syncBuffer, exited <-chan int) string {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		scanner := bufio.NewScanner(strings.NewReader(log.String()))
+		for scanner.Scan() {
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal(scanner.Bytes(), &rec) == nil && rec.Msg == "listening" {
+				return rec.Addr
+			}
+		}
+		select {
+		case code := <-exited:
+			t.Fatalf("serve exited %d before listening; log:\n%s", code, log)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no listening line within 15s; log:\n%s", log)
+	return ""
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"tvsm/eventstore"
+	"tvsm/eventstore/embedded"
+	"tvsm/httpapi"
+	"tvsm/internal/config"
+	"tvsm/internal/logging"
+	"tvsm/internal/metrics"
+)
+
+// serve is `tvsm serve`: load the configuration, then run the node until ctx
+// ends (SIGINT/SIGTERM). Logs go to stderr.
+func serve(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stderr io.Writer) error {
+	cfg, err := config.Load("serve", args, lookupEnv, stderr)
+	if err != nil {
+		var cmdLine *config.CommandLineError
+		if errors.Is(err, flag.ErrHelp) || errors.As(err, &cmdLine) {
+			return err
+		}
+		return &configError{err: err}
+	}
+	logger := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	return runNode(ctx, cfg, logger)
+}
+
+// runNode opens the backends, serves HTTP until ctx ends, then drains
+// in-flight requests (bounded by cfg.ShutdownTimeout) and closes the backends.
+func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error) {
+	logger.Info("starting tvsm", "version", versionString(), "config", cfg)
+
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	if err := checkStatsBackend(cfg); err != nil {
+		return err
+	}
+	store, err := openEventStore(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := store.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close event store: %w", cerr))
+		}
+	}()
+
+	engine := httpapi.New(httpapi.Options{
+		Logger:  logger,
+		Metrics: metrics.NewRegistry(),
+		// Until the read model exists, an open store is all serving needs.
+		Ready: func(context.Context) error { return nil },
+	})
+
+	listener, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	server := newHTTPServer(engine, logger)
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(listener) }()
+	logger.Info("listening", "addr", listener.Addr().String())
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+
+	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := server.Shutdown(shutdownCtx); err != nil {
+		// Requests still running at the deadline are cut off; that is what
+		// the timeout is for, not a failure of the node.
+		logger.Warn("graceful shutdown timed out; closing remaining connections", "error", err)
+		_ = server.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http server: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// closableStore is an event store backend the node owns and closes.
+type closableStore interface {
+	eventstore.Store
+	Close() error
+}
+
+// openEventStore opens the backend cfg.EventStore names.
+func openEventStore(cfg config.Config, logger *slog.Logger) (closableStore, error) {
+	if cfg.EventStore == config.EventStoreEmbedded {
+		dir := filepath.Join(cfg.DataDir, "events")
+		store, err := embedded.Open(dir, embedded.Options{Logger: logger.With("component", "eventstore")})
+		if err != nil {
+			return nil, fmt.Errorf("open embedded event store in %s: %w", dir, err)
+		}
+		return store, nil
+	}
+	// config only lets esdb URLs through besides "embedded".
+	return nil, errors.New("event store: esdb backend not built yet")
+}
+
+// checkStatsBackend refuses backends this binary cannot use yet, rather than
+// silently running without them.
+func checkStatsBackend(cfg config.Config) error {
+	if cfg.Stats != config.StatsEmbedded {
+		return errors.New("stats: clickhouse backend not built yet")
+	}
+	return nil
+}
+
+// newHTTPServer configures the timeouts the server needs facing the internet.
+func newHTTPServer(handler http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler: handler,
+		// Slow-header clients (slowloris) cannot hold connections open.
+		ReadHeaderTimeout: 10 * time.Second,
+		// Room for the largest bulk-sync body on a slow link.
+		ReadTimeout: 2 * time.Minute,
+		// No WriteTimeout: websockets and long statistics exports stream for
+		// longer than any global bound. Routes that want one set it with
+		// http.ResponseController; hijacked websockets clear the read
+		// deadline ReadTimeout left on their connection.
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
