@@ -18,35 +18,18 @@ import (
 
 	"tvsm/eventstore"
 	"tvsm/internal/metrics"
+	"tvsm/internal/testutil"
 )
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 type testServer struct {
 	*httptest.Server
-	logs *syncBuffer
+	logs *testutil.SyncBuffer
 }
 
 // newTestServer serves an engine over real HTTP; extra adds routes to it.
 func newTestServer(t *testing.T, ready ReadinessFunc, extra func(*gin.Engine)) *testServer {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	engine := New(Options{
 		Logger:  slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Metrics: metrics.NewRegistry(),

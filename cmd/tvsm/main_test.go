@@ -1,6 +1,8 @@
 package main
 
 import (
+	"tvsm/internal/testutil"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -11,28 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// syncBuffer collects the output of a run goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // isolateEnv blanks every TVSM_* variable of the test process: run reads the
 // real environment, and an empty variable counts as unset.
@@ -136,7 +119,7 @@ func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	stderr := &syncBuffer{}
+	stderr := &testutil.SyncBuffer{}
 	exited := make(chan int, 1)
 	go func() {
 		exited <- run(ctx, []string{"serve",
@@ -181,7 +164,7 @@ func TestServe(t *testing.T) {
 
 // waitForListening reads the JSON log until the "listening" line and returns
 // its address (port 0 was asked for, so only the log knows it).
-func waitForListening(t *testing.T, log *syncBuffer, exited <-chan int) string {
+func waitForListening(t *testing.T, log *testutil.SyncBuffer, exited <-chan int) string {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {

@@ -115,17 +115,24 @@ func (d *decoder) decode(pos uint64, v []byte) (eventstore.RecordedEvent, error)
 // recordHeader returns the stream and revision of a record without decoding
 // the rest; the dedup path uses it.
 func recordHeader(v []byte) (stream string, rev uint64, err error) {
+	rev, s, _, err := parseHeader(v)
+	return string(s), rev, err
+}
+
+// parseHeader reads a record up to its type; stream and typ alias v.
+func parseHeader(v []byte) (rev uint64, stream, typ []byte, err error) {
 	if len(v) < 17 || v[0] != recordVersion {
-		return "", 0, errCorruptRecord
+		return 0, nil, nil, errCorruptRecord
 	}
 	r := reader{b: v[17:]}
 	rev = r.uvarint()
 	r.varint()
-	s := r.bytes()
+	stream = r.bytes()
+	typ = r.bytes()
 	if r.bad {
-		return "", 0, errCorruptRecord
+		return 0, nil, nil, errCorruptRecord
 	}
-	return string(s), rev, nil
+	return rev, stream, typ, nil
 }
 
 // reader is a bounds-checked cursor; the first failure sets bad and every later
@@ -176,16 +183,9 @@ func (r *reader) bytes() []byte {
 // v: valid only while v is, which is enough for matching a filter and saves
 // two allocations per filtered-out event.
 func recordNames(v []byte) (stream, typ string, err error) {
-	if len(v) < 17 || v[0] != recordVersion {
-		return "", "", errCorruptRecord
-	}
-	r := reader{b: v[17:]}
-	r.uvarint()
-	r.varint()
-	s := r.bytes()
-	t := r.bytes()
-	if r.bad {
-		return "", "", errCorruptRecord
+	_, s, t, err := parseHeader(v)
+	if err != nil {
+		return "", "", err
 	}
 	return unsafe.String(unsafe.SliceData(s), len(s)), unsafe.String(unsafe.SliceData(t), len(t)), nil
 }
