@@ -162,6 +162,7 @@ func (s *Store) stageErr(g *group, r *appendReq) (eventstore.AppendResult, error
 		g.heads[r.stream] = rev
 		rev++
 	}
+	_ = g.batch.Set(headKey(r.stream), encodePos(rev-1), nil)
 	last := g.next - 1
 	return eventstore.AppendResult{NextExpected: rev - 1, Position: eventstore.Position{Commit: last, Prepare: last}}, nil
 }

@@ -12,13 +12,18 @@ import (
 //	'e' pos(8)                      → event record (see record.go)
 //	's' stream 0x00 revision(8)     → pos(8): per-stream index
 //	'i' eventID(16)                 → pos(8): event-id dedup index
+//	'h' stream                      → revision(8) of the stream's last event
 //	'm' name                        → store metadata (format version)
+//
+// The head key lets an append learn a stream's revision with one
+// bloom-filtered point lookup instead of a reverse seek over its index.
 //
 // Integers are big-endian so that byte order is numeric order.
 const (
 	kindEvent  = 'e'
 	kindStream = 's'
 	kindID     = 'i'
+	kindHead   = 'h'
 	kindMeta   = 'm'
 )
 
@@ -63,3 +68,9 @@ func idKey(id eventstore.EventID) []byte {
 func metaKey(name string) []byte { return append([]byte{kindMeta}, name...) }
 
 func encodePos(pos uint64) []byte { return binary.BigEndian.AppendUint64(nil, pos) }
+
+func headKey(stream string) []byte {
+	k := make([]byte, 0, len(stream)+1)
+	k = append(k, kindHead)
+	return append(k, stream...)
+}
