@@ -13,4 +13,14 @@
 // Registry and are never derived from Go type names, so renaming a Go type
 // never changes what is stored. A change to an event's JSON shape gets a new
 // version (X.v2) and an upcaster from X.v1, so stored events stay readable.
+//
+// The aggregates are Provider, Tariff, Channel, Category, Admin and Account
+// (with its subscriptions and devices). Each has a state type, a command
+// interface implemented by one struct per intention (CreateAccount,
+// UpdateAccount, AddSubscription, BindDevice, ...), its events in a
+// separate file, and a constructor of its Decider (AccountDecider, ...).
+// RegisterEvents registers every event with a Registry. Partial updates use
+// Optional fields; decide functions report bad fields as a *ValidationError
+// named by wire field names and return ErrNotFound, ErrAlreadyExists or
+// ErrDeviceLimit (a *DeviceLimitError) for the other refusals.
 package domain

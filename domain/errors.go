@@ -47,3 +47,23 @@ func (e *EventError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *EventError) Unwrap() error { return e.Err }
+
+// Sentinel errors of the aggregates' decide functions. They come wrapped
+// (with the aggregate and id, or as a *ValidationError or *DeviceLimitError);
+// test for them with errors.Is. The HTTP layer maps them to status codes in
+// one place: ErrValidation and ErrDeviceLimit to 400/403, ErrNotFound to 404,
+// ErrAlreadyExists to 409.
+var (
+	// ErrNotFound reports a command on an aggregate (or a subscription or
+	// device inside one) that does not exist or was deleted.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists reports a create for an id (or login) that is taken,
+	// including by a deleted aggregate: ids are never reused.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrValidation reports a command with invalid fields; the error is a
+	// *ValidationError naming each field.
+	ErrValidation = errors.New("validation failed")
+	// ErrDeviceLimit reports a device bind refused because the account has
+	// as many devices as its limit allows; the error is a *DeviceLimitError.
+	ErrDeviceLimit = errors.New("device limit reached")
+)

@@ -1,0 +1,145 @@
+package domain
+
+import "time"
+
+// Account event type names. Subscriptions and devices live in the account's
+// stream because the device limit is an account invariant.
+const (
+	AccountCreatedType      = "AccountCreated.v1"
+	AccountUpdatedType      = "AccountUpdated.v1"
+	AccountDeletedType      = "AccountDeleted.v1"
+	SubscriptionAddedType   = "SubscriptionAdded.v1"
+	SubscriptionChangedType = "SubscriptionChanged.v1"
+	SubscriptionRemovedType = "SubscriptionRemoved.v1"
+	DeviceBoundType         = "DeviceBound.v1"
+	DeviceUnboundType       = "DeviceUnbound.v1"
+)
+
+// AccountCreated records a new account. PinMD5 is lowercase hex. Nil
+// pointers are null fields.
+type AccountCreated struct {
+	AccountID              int64   `json:"account_id"`
+	Provider               int64   `json:"provider"`
+	Login                  string  `json:"login"`
+	PinMD5                 string  `json:"pin_md5"`
+	Fullname               string  `json:"fullname"`
+	Enabled                bool    `json:"enabled"`
+	RemoteCustomField      *string `json:"remote_custom_field,omitempty"`
+	ContractInfo           *string `json:"contract_info,omitempty"`
+	MainAddress            *string `json:"main_address,omitempty"`
+	AccountDesc            *string `json:"account_desc,omitempty"`
+	RegionTag              *string `json:"region_tag,omitempty"`
+	DevicesPerAccountLimit *int    `json:"devices_per_account_limit,omitempty"`
+}
+
+// AccountUpdated carries the account fields that changed, with their new
+// values. The nullable ones (RemoteCustomField to DevicesPerAccountLimit)
+// may be Null; Enabled, Login, PinMD5 and Fullname never are. A Login change
+// means the new login was reserved before the event was appended.
+type AccountUpdated struct {
+	AccountID              int64            `json:"account_id"`
+	Enabled                Optional[bool]   `json:"enabled,omitzero"`
+	Login                  Optional[string] `json:"login,omitzero"`
+	PinMD5                 Optional[string] `json:"pin_md5,omitzero"`
+	Fullname               Optional[string] `json:"fullname,omitzero"`
+	RemoteCustomField      Optional[string] `json:"remote_custom_field,omitzero"`
+	ContractInfo           Optional[string] `json:"contract_info,omitzero"`
+	MainAddress            Optional[string] `json:"main_address,omitzero"`
+	AccountDesc            Optional[string] `json:"account_desc,omitzero"`
+	RegionTag              Optional[string] `json:"region_tag,omitzero"`
+	DevicesPerAccountLimit Optional[int]    `json:"devices_per_account_limit,omitzero"`
+}
+
+// AccountDeleted records that an account was deleted, and with it its
+// subscriptions and devices (readers drop them; no per-item events follow).
+// Its id is never reused.
+type AccountDeleted struct {
+	AccountID int64 `json:"account_id"`
+}
+
+// SubscriptionAdded records a subscription of the account to a tariff from
+// Start, until Stop (nil: open-ended). Times are UTC.
+type SubscriptionAdded struct {
+	AccountID      int64      `json:"account_id"`
+	SubscriptionID int64      `json:"subscription_id"`
+	Tariff         int64      `json:"tariff"`
+	Start          time.Time  `json:"start"`
+	Stop           *time.Time `json:"stop,omitempty"`
+}
+
+// SubscriptionChanged carries the subscription fields that changed. Stop
+// set to Null reopens the subscription (open-ended again); Tariff and Start
+// are never Null.
+type SubscriptionChanged struct {
+	AccountID      int64               `json:"account_id"`
+	SubscriptionID int64               `json:"subscription_id"`
+	Tariff         Optional[int64]     `json:"tariff,omitzero"`
+	Start          Optional[time.Time] `json:"start,omitzero"`
+	Stop           Optional[time.Time] `json:"stop,omitzero"`
+}
+
+// SubscriptionRemoved records that a subscription was deleted (as opposed
+// to ended by a stop date).
+type SubscriptionRemoved struct {
+	AccountID      int64 `json:"account_id"`
+	SubscriptionID int64 `json:"subscription_id"`
+}
+
+// DeviceBound records a device bound to the account.
+type DeviceBound struct {
+	AccountID int64       `json:"account_id"`
+	DeviceID  int64       `json:"device_id"`
+	UniqueID  string      `json:"unique_id"`
+	Class     DeviceClass `json:"class"`
+	Model     string      `json:"model,omitempty"`
+}
+
+// DeviceUnbound records a device removed from the account. UniqueID is
+// repeated so readers can drop their unique-id index without looking up.
+type DeviceUnbound struct {
+	AccountID int64  `json:"account_id"`
+	DeviceID  int64  `json:"device_id"`
+	UniqueID  string `json:"unique_id"`
+}
+
+// EventType implements Event.
+func (AccountCreated) EventType() string { return AccountCreatedType }
+
+// EventType implements Event.
+func (AccountUpdated) EventType() string { return AccountUpdatedType }
+
+// EventType implements Event.
+func (AccountDeleted) EventType() string { return AccountDeletedType }
+
+// EventType implements Event.
+func (SubscriptionAdded) EventType() string { return SubscriptionAddedType }
+
+// EventType implements Event.
+func (SubscriptionChanged) EventType() string { return SubscriptionChangedType }
+
+// EventType implements Event.
+func (SubscriptionRemoved) EventType() string { return SubscriptionRemovedType }
+
+// EventType implements Event.
+func (DeviceBound) EventType() string { return DeviceBoundType }
+
+// EventType implements Event.
+func (DeviceUnbound) EventType() string { return DeviceUnboundType }
+
+// changed reports whether the event carries any field.
+func (e AccountUpdated) changed() bool {
+	return e.Enabled.Present || e.Login.Present || e.PinMD5.Present || e.Fullname.Present ||
+		e.RemoteCustomField.Present || e.ContractInfo.Present || e.MainAddress.Present ||
+		e.AccountDesc.Present || e.RegionTag.Present || e.DevicesPerAccountLimit.Present
+}
+
+func registerAccountEvents(r *Registry) {
+	r.Register(AccountCreatedType, func() Event { return new(AccountCreated) })
+	r.Register(AccountUpdatedType, func() Event { return new(AccountUpdated) })
+	r.Register(AccountDeletedType, func() Event { return new(AccountDeleted) })
+	r.Register(SubscriptionAddedType, func() Event { return new(SubscriptionAdded) })
+	r.Register(SubscriptionChangedType, func() Event { return new(SubscriptionChanged) })
+	r.Register(SubscriptionRemovedType, func() Event { return new(SubscriptionRemoved) })
+	r.Register(DeviceBoundType, func() Event { return new(DeviceBound) })
+	r.Register(DeviceUnboundType, func() Event { return new(DeviceUnbound) })
+}

@@ -1,0 +1,154 @@
+package domain_test
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"tvsm/domain"
+)
+
+// sampleEvents holds one event of every registered type, with as many
+// fields set (and set to null) as the type allows.
+func sampleEvents() []domain.Event {
+	now := time.Date(2026, 3, 4, 5, 6, 7, 890, time.UTC)
+	return []domain.Event{
+		providerWithBilling,
+		domain.ProviderUpdated{ProviderID: 7, Name: domain.Some("n"), Enabled: domain.Some(false), DevicesPerAccountLimit: domain.Null[int](),
+			FreeTariff: domain.Some[int64](3), BillingResolve: domain.Some(true), BillingURL: domain.Some("http://b"), BillingToken: domain.Some("")},
+		domain.ProviderDeleted{ProviderID: 7},
+		tariffCreated,
+		domain.TariffUpdated{TariffID: 5, Name: domain.Some("n"), Enabled: domain.Some(true), Channels: domain.Some([]int64{}), Description: domain.Some("")},
+		domain.TariffDeleted{TariffID: 5},
+		channelCreated,
+		domain.ChannelUpdated{ChannelID: 3, Name: domain.Some("n"), Number: domain.Some(0), LogoURL: domain.Some(""), Description: domain.Some("d"), Categories: domain.Some([]int64{2})},
+		domain.ChannelDeleted{ChannelID: 3},
+		domain.CategoryCreated{CategoryID: 1, Name: "News"},
+		domain.CategoryRenamed{CategoryID: 1, Name: "Sport"},
+		domain.CategoryDeleted{CategoryID: 1},
+		domain.AdminCreated{Login: "root", PasswordHash: hash1, Provider: ptr[int64](7)},
+		domain.AdminPasswordChanged{Login: "root", PasswordHash: hash2},
+		domain.AdminScopeChanged{Login: "root"},
+		domain.AdminDeleted{Login: "root"},
+		domain.AccountCreated{AccountID: 42, Provider: 7, Login: "a", PinMD5: pin, Fullname: "f", RemoteCustomField: ptr(""),
+			ContractInfo: ptr("c"), MainAddress: ptr("m"), AccountDesc: ptr("d"), RegionTag: ptr("r"), DevicesPerAccountLimit: ptr(0)},
+		domain.AccountUpdated{AccountID: 42, Enabled: domain.Some(false), Login: domain.Some("b"), PinMD5: domain.Some(pin), Fullname: domain.Some("g"),
+			RemoteCustomField: domain.Null[string](), ContractInfo: domain.Some(""), MainAddress: domain.Null[string](), AccountDesc: domain.Some("x"),
+			RegionTag: domain.Null[string](), DevicesPerAccountLimit: domain.Some(0)},
+		domain.AccountDeleted{AccountID: 42},
+		domain.SubscriptionAdded{AccountID: 42, SubscriptionID: 1, Tariff: 5, Start: now, Stop: ptr(now.Add(time.Hour))},
+		domain.SubscriptionChanged{AccountID: 42, SubscriptionID: 1, Tariff: domain.Some[int64](6), Start: domain.Some(now), Stop: domain.Null[time.Time]()},
+		domain.SubscriptionRemoved{AccountID: 42, SubscriptionID: 1},
+		device1,
+		domain.DeviceUnbound{AccountID: 42, DeviceID: 1, UniqueID: "stb-1"},
+	}
+}
+
+func TestRegisterEvents(t *testing.T) {
+	r := eventRegistry()
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range sampleEvents() {
+		names = append(names, e.EventType())
+		name, data, err := r.Encode(e)
+		if err != nil {
+			t.Errorf("Encode(%T): %v", e, err)
+			continue
+		}
+		back, err := r.Decode(name, data)
+		if err != nil || !reflect.DeepEqual(back, e) {
+			t.Errorf("%s does not round-trip: %v\nbefore %#v\nafter  %#v\njson %s", name, err, e, back, data)
+		}
+	}
+	slices.Sort(names)
+	if got := r.Types(); !slices.Equal(got, names) {
+		t.Errorf("registered %v\nsampled    %v", got, names)
+	}
+}
+
+// TestEventsAreCompact pins the stored form of the most frequent events:
+// absent fields are left out, null is written only when a field is cleared.
+func TestEventsAreCompact(t *testing.T) {
+	r := eventRegistry()
+	tests := []struct {
+		event domain.Event
+		want  string
+	}{
+		{domain.AccountUpdated{AccountID: 42, Enabled: domain.Some(false)}, `{"account_id":42,"enabled":false}`},
+		{domain.AccountUpdated{AccountID: 42, RegionTag: domain.Null[string]()}, `{"account_id":42,"region_tag":null}`},
+		{created, `{"account_id":42,"provider":7,"login":"alice","pin_md5":"` + pin + `","fullname":"Alice Smith","enabled":true}`},
+		{sub1, `{"account_id":42,"subscription_id":1,"tariff":5,"start":"2026-01-01T00:00:00Z"}`},
+		{domain.SubscriptionChanged{AccountID: 42, SubscriptionID: 1, Stop: domain.Null[time.Time]()}, `{"account_id":42,"subscription_id":1,"stop":null}`},
+		{device2, `{"account_id":42,"device_id":2,"unique_id":"phone-2","class":"phone"}`},
+	}
+	for _, tt := range tests {
+		_, data, err := r.Encode(tt.event)
+		if err != nil || string(data) != tt.want {
+			t.Errorf("%s: %s, %v\nwant %s", tt.event.EventType(), data, err, tt.want)
+		}
+	}
+}
+
+func TestRegisterEventsTwicePanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Errorf("no panic")
+		}
+	}()
+	domain.RegisterEvents(eventRegistry())
+}
+
+// TestDecidersGuardTheirState covers the programming errors every decider
+// reports as plain errors (HTTP 500), never as domain refusals: a nil
+// command and a command for another aggregate than the state's.
+func TestDecidersGuardTheirState(t *testing.T) {
+	now := day(1, 1)
+	plain := func(name string, err error) {
+		t.Helper()
+		if err == nil || errors.Is(err, domain.ErrNotFound) || errors.Is(err, domain.ErrValidation) {
+			t.Errorf("%s: error %v, want a plain error", name, err)
+		}
+	}
+	pd := domain.ProviderDecider()
+	_, err := pd.Decide(pd.Replay(providerCreated), domain.UpdateProvider{ID: 8}, now)
+	plain("provider", err)
+	_, err = pd.Decide(pd.Initial(), nil, now)
+	plain("provider nil", err)
+	td := domain.TariffDecider()
+	_, err = td.Decide(td.Replay(tariffCreated), domain.DeleteTariff{ID: 6}, now)
+	plain("tariff", err)
+	_, err = td.Decide(td.Initial(), nil, now)
+	plain("tariff nil", err)
+	cd := domain.ChannelDecider()
+	_, err = cd.Decide(cd.Replay(channelCreated), domain.DeleteChannel{ID: 4}, now)
+	plain("channel", err)
+	_, err = cd.Decide(cd.Initial(), nil, now)
+	plain("channel nil", err)
+	kd := domain.CategoryDecider()
+	_, err = kd.Decide(kd.Replay(domain.CategoryCreated{CategoryID: 1, Name: "n"}), domain.DeleteCategory{ID: 2}, now)
+	plain("category", err)
+	_, err = kd.Decide(kd.Initial(), nil, now)
+	plain("category nil", err)
+	ad := domain.AdminDecider()
+	_, err = ad.Decide(ad.Replay(domain.AdminCreated{Login: "a", PasswordHash: hash1}), domain.DeleteAdmin{Login: "b"}, now)
+	plain("admin", err)
+	_, err = ad.Decide(ad.Initial(), nil, now)
+	plain("admin nil", err)
+	acc := domain.AccountDecider()
+	_, err = acc.Decide(acc.Initial(), nil, now)
+	plain("account nil", err)
+
+	streams := map[string]interface{ Stream() string }{
+		"tariff-5": domain.CreateTariff{ID: 5}, "channel-3": domain.UpdateChannel{ID: 3}, "category-1": domain.DeleteCategory{ID: 1},
+		"admin-root": domain.ChangeAdminScope{Login: "root"},
+	}
+	for want, c := range streams {
+		if got := c.Stream(); got != want {
+			t.Errorf("%T.Stream() = %q, want %q", c, got, want)
+		}
+	}
+}
