@@ -1,0 +1,70 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the application layer. They are returned wrapped (in an *OpError
+// or with fmt.Errorf %w); test for them with errors.Is. The HTTP layer maps
+// them to status codes in one place; the intended mapping is given with each.
+var (
+	// ErrConflict: the stream kept changing under the command and the retry
+	// budget ran out (optimistic concurrency lost every time). HTTP 409.
+	ErrConflict = errors.New("app: concurrent modification")
+	// ErrIdempotencyMismatch: an Idempotency-Key was reused with a different
+	// request body (or another scope's key collided, which SHA-256 makes
+	// impossible in practice). HTTP 422, as the IETF Idempotency-Key draft
+	// (draft-ietf-httpapi-idempotency-key-header) prescribes.
+	ErrIdempotencyMismatch = errors.New("app: idempotency key reused with a different request")
+	// ErrIdempotencyInProgress: the first request with this key is still
+	// being processed (its lease has not expired). HTTP 409; the client
+	// retries later and then gets the recorded response.
+	ErrIdempotencyInProgress = errors.New("app: request with this idempotency key is in progress")
+	// ErrInvalidIdempotencyKey: the key is empty, too long or not printable
+	// ASCII. HTTP 400.
+	ErrInvalidIdempotencyKey = errors.New("app: invalid idempotency key")
+	// ErrTaken: a unique name (login) is reserved by another, live owner.
+	// HTTP 400 (DESIGN.md §3: a duplicate login is bad input).
+	ErrTaken = errors.New("app: already taken")
+	// ErrReadModelLag: the read model did not reach a write's position within
+	// the bounded wait. The write itself succeeded. HTTP 503.
+	ErrReadModelLag = errors.New("app: read model lagging")
+)
+
+// OpError is the error of an application-layer operation: it names the
+// operation ("execute", "decide", "append", "load", "reserve", "allocate",
+// "idempotent", ...) and the stream it concerned, in the manner of
+// eventhorizon's EventStoreError{Op, AggregateID, Err}. Domain errors returned
+// by a decide function come back wrapped in an OpError with Op "decide";
+// errors.Is and errors.As see through it.
+type OpError struct {
+	Op     string
+	Stream string
+	Err    error
+}
+
+// Error implements error.
+func (e *OpError) Error() string {
+	return fmt.Sprintf("app: %s %s: %v", e.Op, e.Stream, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *OpError) Unwrap() error { return e.Err }
+
+func opError(op, stream string, err error) error {
+	return &OpError{Op: op, Stream: stream, Err: err}
+}
+
+// TakenError is returned by Reserve when the name is held by another owner.
+// It matches ErrTaken with errors.Is.
+type TakenError struct {
+	// Holder is the owner currently holding the reservation.
+	Holder string
+}
+
+// Error implements error.
+func (e *TakenError) Error() string { return fmt.Sprintf("app: already taken by %s", e.Holder) }
+
+// Unwrap returns ErrTaken.
+func (e *TakenError) Unwrap() error { return ErrTaken }

@@ -1,0 +1,135 @@
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"tvsm/eventstore"
+)
+
+// eventNaming says how Execute names the events of one command (see the
+// package documentation, "Event ids"). Event i of an append gets
+// eventstore.DeriveEventID(name, i), where name is:
+//
+//   - keyed (an idempotency key applies):
+//     "idem|<scope key>|<stream>|<command fingerprint>|<ordinal>", the same
+//     on every attempt and every retry of the request, so a repeat of an
+//     append that already happened is recognised (by the store, and by
+//     Execute scanning the stream for the first id);
+//   - otherwise: "req|<request id>|<random nonce of this Execute call>|<stream>|<expected revision>",
+//     so one call re-sending the same append after an unknown outcome reuses
+//     its ids (the store answers with the original result), while a re-decided
+//     attempt (expected revision moved) or another call never collides, even
+//     when a client reuses its X-Request-ID.
+type eventNaming struct {
+	keyed bool
+	// recovering: a previous attempt of this keyed request may have
+	// appended already, so the stream must be read whole and scanned for
+	// the command's first event id before deciding.
+	recovering bool
+	name       string // keyed: the full name; otherwise the prefix before "|<expected revision>"
+}
+
+// ids returns the event ids of an append of n events with expectation expect.
+func (n eventNaming) ids(expect eventstore.Revision, count int) []eventstore.EventID {
+	name := n.name
+	if !n.keyed {
+		if r, ok := expect.Exact(); ok {
+			name += "|" + strconv.FormatUint(r, 10)
+		} else {
+			name += "|" + expect.String()
+		}
+	}
+	out := make([]eventstore.EventID, count)
+	for i := range out {
+		out[i] = eventstore.DeriveEventID(name, i)
+	}
+	return out
+}
+
+// firstID is the id of the first event of a keyed command: finding it in the
+// stream means the command was applied by an earlier attempt.
+func (n eventNaming) firstID() eventstore.EventID {
+	return eventstore.DeriveEventID(n.name, 0)
+}
+
+// naming decides the naming of a command on stream.
+func naming(ctx context.Context, stream string, cmd any, meta RequestMeta) eventNaming {
+	if sc := scopeFrom(ctx); sc != nil {
+		fp := fingerprint(cmd)
+		ord := sc.next(stream + "|" + fp)
+		return eventNaming{
+			keyed:      true,
+			recovering: sc.recovering,
+			name:       fmt.Sprintf("idem|%s|%s|%s|%d", sc.key, stream, fp, ord),
+		}
+	}
+	if meta.IdempotencyKey != "" {
+		return eventNaming{
+			keyed:      true,
+			recovering: true,
+			name:       fmt.Sprintf("key|%s|%s|%s|0", meta.IdempotencyKey, stream, fingerprint(cmd)),
+		}
+	}
+	return eventNaming{name: "req|" + meta.RequestID + "|" + nonce() + "|" + stream}
+}
+
+// fingerprint identifies a command value: its Go type and JSON encoding,
+// hashed. Commands carry request data only (time comes as Decide's now), so
+// the same request gives the same fingerprint on every retry, and different
+// commands on one stream within one request get different event ids.
+func fingerprint(cmd any) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%T\x00", cmd)
+	if b, err := json.Marshal(cmd); err == nil {
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// idemScope is what Executor.Idempotent attaches to the context of the
+// work it runs: the request's key (with generation) and how many commands
+// with a given stream and fingerprint have been executed in this attempt.
+type idemScope struct {
+	key        string
+	recovering bool
+
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+type scopeKey struct{}
+
+func withScope(ctx context.Context, sc *idemScope) context.Context {
+	return context.WithValue(ctx, scopeKey{}, sc)
+}
+
+func scopeFrom(ctx context.Context) *idemScope {
+	sc, _ := ctx.Value(scopeKey{}).(*idemScope)
+	return sc
+}
+
+// withoutScope hides the request's scope from bookkeeping commands (the
+// idempotency record itself), which are named per call instead.
+func withoutScope(ctx context.Context) context.Context {
+	if scopeFrom(ctx) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, scopeKey{}, (*idemScope)(nil))
+}
+
+func (s *idemScope) next(k string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.counts == nil {
+		s.counts = make(map[string]int)
+	}
+	n := s.counts[k]
+	s.counts[k] = n + 1
+	return n
+}

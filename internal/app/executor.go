@@ -1,0 +1,160 @@
+package app
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+)
+
+// Options tune an Executor. The zero value is ready to use; every field has
+// a default applied by New.
+type Options struct {
+	// Clock gives the time of commands (default time.Now). Execute passes
+	// Clock().UTC().Round(0) to Decide unless RequestMeta.Now is set.
+	Clock func() time.Time
+	// MaxAttempts bounds how many times a command is decided and appended
+	// when appends keep conflicting (default 5). The error after the last
+	// attempt wraps ErrConflict.
+	MaxAttempts int
+	// RetryDelay is the base of the jittered, exponentially growing pause
+	// between attempts (default 2ms; the pause never exceeds 32×RetryDelay).
+	RetryDelay time.Duration
+	// CacheSize is how many streams' states are kept in memory (least
+	// recently used are evicted; default 10000; negative disables the cache).
+	CacheSize int
+	// IDBlockSize is how many integer ids an IDAllocator reserves per append
+	// to its id stream (default 100).
+	IDBlockSize int
+	// IdempotencyLease is how long one attempt of an idempotent request owns
+	// its key (default 30s). A retry arriving earlier, while the response is
+	// not recorded, gets ErrIdempotencyInProgress; a later one takes over.
+	// The attempt's context ends with its lease, so the HTTP handler timeout
+	// must be shorter.
+	IdempotencyLease time.Duration
+	// IdempotencyTTL is how long a recorded response is replayed (default
+	// 24h, counted from when it was recorded). After it the key is new again.
+	IdempotencyTTL time.Duration
+	// ReservationGrace is how old a reservation must be before Reserve may
+	// take it over from an owner that does not exist (default 1m): the time
+	// a request has between reserving a name and creating its owner.
+	ReservationGrace time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 5
+	}
+	if o.RetryDelay <= 0 {
+		o.RetryDelay = 2 * time.Millisecond
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = 10000
+	}
+	if o.IDBlockSize <= 0 {
+		o.IDBlockSize = 100
+	}
+	if o.IdempotencyLease <= 0 {
+		o.IdempotencyLease = 30 * time.Second
+	}
+	if o.IdempotencyTTL <= 0 {
+		o.IdempotencyTTL = 24 * time.Hour
+	}
+	if o.ReservationGrace <= 0 {
+		o.ReservationGrace = time.Minute
+	}
+	return o
+}
+
+// Executor runs commands against the event store: it is the one place where
+// streams are loaded, decided on, appended to and retried. It also owns the
+// state cache, the per-stream locks and the id allocators. Create one per
+// process with New; it is safe for concurrent use.
+type Executor struct {
+	store eventstore.Store
+	reg   *domain.Registry
+	opts  Options
+	cache *stateCache
+	locks streamLocks
+
+	idsMu sync.Mutex
+	ids   map[string]*IDAllocator
+}
+
+// New returns an Executor over store, decoding and encoding events with reg.
+// reg must hold this package's events (RegisterEvents) besides the domain's.
+func New(store eventstore.Store, reg *domain.Registry, opts Options) (*Executor, error) {
+	if store == nil || reg == nil {
+		return nil, fmt.Errorf("app: new executor: store and registry are required")
+	}
+	registered := make(map[string]bool)
+	for _, name := range reg.Types() {
+		registered[name] = true
+	}
+	for _, name := range eventTypes {
+		if !registered[name] {
+			return nil, fmt.Errorf("app: new executor: registry lacks %s; call app.RegisterEvents", name)
+		}
+	}
+	opts = opts.withDefaults()
+	return &Executor{
+		store: store,
+		reg:   reg,
+		opts:  opts,
+		cache: newStateCache(opts.CacheSize),
+		ids:   make(map[string]*IDAllocator),
+	}, nil
+}
+
+// Store returns the event store the executor writes to.
+func (x *Executor) Store() eventstore.Store { return x.store }
+
+// now returns the command time: UTC, no monotonic reading.
+func (x *Executor) now() time.Time { return x.opts.Clock().UTC().Round(0) }
+
+// RequestMeta is who and what caused a command; it becomes the metadata of
+// every event the command appends.
+type RequestMeta struct {
+	Actor     domain.Actor
+	RequestID string
+	// IdempotencyKey, when set and the context does not come from
+	// Executor.Idempotent, names this command for retries: its events get
+	// ids derived from the key, and a repeat of the command with the same key
+	// on the same stream returns the first outcome instead of deciding again.
+	// Inside Idempotent the request's key is used and this field is ignored.
+	IdempotencyKey string
+	// Now is the time of the command; zero means the Executor's clock.
+	Now time.Time
+}
+
+// pause sleeps before attempt (1-based count of failures so far): a jittered
+// exponential backoff capped at 32×RetryDelay. It returns early with the
+// context's error.
+func (x *Executor) pause(ctx context.Context, failures int) error {
+	d := x.opts.RetryDelay << min(failures-1, 5)
+	d = d/2 + rand.N(d) // uniform in [d/2, 3d/2)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// nonce returns 16 random bytes in hex, for names no retry shares.
+func nonce() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}

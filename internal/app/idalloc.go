@@ -1,0 +1,190 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+)
+
+// IDBlockReservedType is the event type of an id block reservation.
+const IDBlockReservedType = "IDBlockReserved.v1"
+
+// IDBlockReserved records that the ids From..To (inclusive) of a kind belong
+// to the allocator that appended it. Blocks of one kind follow each other
+// without overlap because every reservation is appended with the id stream's
+// exact expected revision.
+type IDBlockReserved struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+}
+
+// EventType implements domain.Event.
+func (IDBlockReserved) EventType() string { return IDBlockReservedType }
+
+// IDStream returns the name of the id stream of kind: "ids-{kind}".
+func IDStream(kind string) string { return "ids-" + kind }
+
+// IDAllocator hands out integer ids of one kind ("account", "device", ...),
+// unique across every process sharing the event store, starting at 1. It
+// reserves blocks of Options.IDBlockSize ids at a time by appending an
+// IDBlockReserved event to the kind's id stream with the exact expected
+// revision (optimistic concurrency), and serves ids from the block in memory.
+// Ids left in a block when the process stops are never used: ids are unique
+// and increasing per allocator, not dense. Safe for concurrent use.
+type IDAllocator struct {
+	x      *Executor
+	kind   string
+	stream string
+	owner  string        // random name of this allocator, in its event ids
+	sem    chan struct{} // guards everything below; a channel so waits honour ctx
+
+	next, last int64 // unused ids of the current block: next..last
+	exists     bool  // the id stream has events; rev is meaningful
+	rev        uint64
+	top        int64 // highest id reserved by anyone, as far as read
+}
+
+// IDs returns the executor's allocator for kind, creating it on first use.
+func (x *Executor) IDs(kind string) *IDAllocator {
+	x.idsMu.Lock()
+	defer x.idsMu.Unlock()
+	a, ok := x.ids[kind]
+	if !ok {
+		a = &IDAllocator{x: x, kind: kind, stream: IDStream(kind), owner: nonce(), sem: make(chan struct{}, 1)}
+		x.ids[kind] = a
+	}
+	return a
+}
+
+// NextID returns a new id of kind (see IDAllocator).
+func (x *Executor) NextID(ctx context.Context, kind string) (int64, error) {
+	return x.IDs(kind).Next(ctx)
+}
+
+// Next returns an id of the allocator's kind that no allocator on this
+// store has returned or will return.
+func (a *IDAllocator) Next(ctx context.Context) (int64, error) {
+	if !validKind(a.kind) {
+		return 0, opError("allocate", a.stream, fmt.Errorf("invalid id kind %q: want lower-case letters, digits and _", a.kind))
+	}
+	select {
+	case a.sem <- struct{}{}:
+	case <-ctx.Done():
+		return 0, opError("allocate", a.stream, ctx.Err())
+	}
+	defer func() { <-a.sem }()
+	if a.next == 0 || a.next > a.last {
+		if err := a.reserve(ctx); err != nil {
+			return 0, err
+		}
+	}
+	id := a.next
+	a.next++
+	return id, nil
+}
+
+// reserve appends the next block after the highest one reserved so far.
+func (a *IDAllocator) reserve(ctx context.Context) error {
+	size := int64(a.x.opts.IDBlockSize)
+	// Every lost race means another allocator got a block, so there is no
+	// livelock; a loser only risks starving behind allocators that come back
+	// quickly, so it retries at once after a short jitter instead of backing
+	// off exponentially. The bound is a safety net; ctx bounds the wait.
+	const maxAttempts = 1000
+	for failures := 0; ; {
+		if err := a.catchUp(ctx); err != nil {
+			return err
+		}
+		from, to := a.top+1, a.top+size
+		expect := eventstore.NoStream
+		if a.exists {
+			expect = eventstore.Exact(a.rev)
+		}
+		env := domain.Envelope{
+			Event:      IDBlockReserved{From: from, To: to},
+			OccurredAt: a.x.now(),
+			Actor:      domain.SystemActor(),
+			RequestID:  "ids-" + a.kind + "-" + a.owner,
+		}
+		md, err := domain.EncodeMetadata(env)
+		if err != nil {
+			return opError("allocate", a.stream, err)
+		}
+		typ, body, err := a.x.reg.Encode(env.Event)
+		if err != nil {
+			return opError("allocate", a.stream, err)
+		}
+		// The id names this allocator and the block, so a resend after an
+		// unknown outcome is recognised by the store, while two allocators
+		// racing for the same block never share an id.
+		ev := eventstore.EventData{
+			ID:       eventstore.DeriveEventID("ids|"+a.kind+"|"+a.owner+"|"+strconv.FormatInt(from, 10), 0),
+			Type:     typ,
+			Data:     body,
+			Metadata: md,
+		}
+		res, err := a.x.appendResending(ctx, a.stream, expect, []eventstore.EventData{ev}, &failures)
+		if err == nil {
+			a.exists, a.rev, a.top = true, res.NextExpected, to
+			a.next, a.last = from, to
+			return nil
+		}
+		if !errors.Is(err, eventstore.ErrWrongExpectedRevision) {
+			return opError("allocate", a.stream, err)
+		}
+		failures++
+		if failures >= maxAttempts {
+			return opError("allocate", a.stream, fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, failures, err))
+		}
+		if err := a.x.pause(ctx, 1); err != nil {
+			return opError("allocate", a.stream, err)
+		}
+	}
+}
+
+// catchUp reads the id stream's events after the last one seen.
+func (a *IDAllocator) catchUp(ctx context.Context) error {
+	for {
+		from := eventstore.Start
+		if a.exists {
+			from = eventstore.Exact(a.rev + 1)
+		}
+		recs, err := a.x.store.ReadStream(ctx, a.stream, from, readPage)
+		if errors.Is(err, eventstore.ErrStreamNotFound) {
+			return nil
+		}
+		if err != nil {
+			return opError("allocate", a.stream, err)
+		}
+		for _, rec := range recs {
+			e, err := a.x.reg.Decode(rec.Type, rec.Data)
+			if err != nil {
+				return opError("allocate", a.stream, err)
+			}
+			if b, ok := e.(IDBlockReserved); ok && b.To > a.top {
+				a.top = b.To
+			}
+			a.exists, a.rev = true, rec.Revision
+		}
+		if len(recs) < readPage {
+			return nil
+		}
+	}
+}
+
+func validKind(kind string) bool {
+	if kind == "" || len(kind) > 64 {
+		return false
+	}
+	for i := 0; i < len(kind); i++ {
+		c := kind[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,274 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tvsm/eventstore"
+)
+
+// signup is the work of a "create with a unique name" request: pin an id,
+// reserve the name for it, create the counter, then add to it. fail, when
+// set, is called between the steps and may abort the attempt.
+type signup struct {
+	x     *Executor
+	name  string
+	calls atomic.Int32
+	fail  func(step string) error
+}
+
+func (s *signup) do(ctx context.Context, pins *Pins) (int, []byte, error) {
+	s.calls.Add(1)
+	m := meta("signup-" + s.name)
+	step := func(name string) error {
+		if s.fail != nil {
+			return s.fail(name)
+		}
+		return nil
+	}
+	id, err := pins.ID(ctx, "counter")
+	if err != nil {
+		return 0, nil, err
+	}
+	stream := fmt.Sprintf("counter-%d", id)
+	if err := s.x.Reserve(ctx, LoginStream(1, s.name), stream, m, s.x.StreamExists); err != nil {
+		return 0, nil, err
+	}
+	if _, err := Execute(ctx, s.x, stream, counterDecider, any(create{Name: s.name}), m); err != nil {
+		return 0, nil, err
+	}
+	if err := step("created"); err != nil {
+		return 0, nil, err
+	}
+	res, err := Execute(ctx, s.x, stream, counterDecider, any(add{N: 5}), m)
+	if err != nil {
+		return 0, nil, err
+	}
+	return 201, fmt.Appendf(nil, `{"id":%d,"total":%d}`, id, res.State.Total), nil
+}
+
+func request(key, body string) IdempotentRequest {
+	return IdempotentRequest{Key: key, Scope: "provider:1 POST /accounts", Body: []byte(body), Meta: meta("req-" + key)}
+}
+
+// counts returns how many events the signup's streams hold.
+func (e *env) signupEvents(name string, id int) (counterEvents, loginEvents, idBlocks int) {
+	return len(e.read(fmt.Sprintf("counter-%d", id))), len(e.read(LoginStream(1, name))), len(e.read(IDStream("counter")))
+}
+
+func TestIdempotentSameKeyTwiceAppendsOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x := e.executor(nil, Options{})
+	s := &signup{x: x, name: "ann"}
+	st1, body1, err := x.Idempotent(e.ctx, request("k1", `{"login":"ann"}`), s.do)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another node answers the retry.
+	st2, body2, err := e.executor(nil, Options{}).Idempotent(e.ctx, request("k1", `{"login":"ann"}`), s.do)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st1 != 201 || st2 != st1 || string(body2) != string(body1) || string(body1) != `{"id":1,"total":5}` {
+		t.Fatalf("responses %d %s and %d %s", st1, body1, st2, body2)
+	}
+	if n := s.calls.Load(); n != 1 {
+		t.Fatalf("work ran %d times, want 1", n)
+	}
+	if c, l, b := e.signupEvents("ann", 1); c != 2 || l != 1 || b != 1 {
+		t.Fatalf("events: counter %d, login %d, id blocks %d; want 2, 1, 1", c, l, b)
+	}
+	if e.read("counter-2") != nil {
+		t.Fatal("a second counter was created")
+	}
+}
+
+func TestIdempotentKeyWithAnotherBody(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x := e.executor(nil, Options{})
+	s := &signup{x: x, name: "ann"}
+	if _, _, err := x.Idempotent(e.ctx, request("k1", `{"login":"ann"}`), s.do); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := x.Idempotent(e.ctx, request("k1", `{"login":"bob"}`), s.do)
+	if !errors.Is(err, ErrIdempotencyMismatch) {
+		t.Fatalf("err = %v, want ErrIdempotencyMismatch", err)
+	}
+	// The same key in another scope is another key.
+	other := request("k1", `{"login":"bob"}`)
+	other.Scope = "provider:2 POST /accounts"
+	if _, _, err := x.Idempotent(e.ctx, other, (&signup{x: x, name: "bob"}).do); err != nil {
+		t.Fatalf("other scope: %v", err)
+	}
+}
+
+func TestIdempotentConcurrentRetryIsInProgress(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x := e.executor(nil, Options{})
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := x.Idempotent(e.ctx, request("k1", "b"), func(context.Context, *Pins) (int, []byte, error) {
+			close(started)
+			<-release
+			return 200, []byte("first"), nil
+		})
+		done <- err
+	}()
+	<-started
+	_, _, err := x.Idempotent(e.ctx, request("k1", "b"), func(context.Context, *Pins) (int, []byte, error) {
+		return 200, []byte("second"), nil
+	})
+	if !errors.Is(err, ErrIdempotencyInProgress) {
+		t.Fatalf("err = %v, want ErrIdempotencyInProgress", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st, body, err := x.Idempotent(e.ctx, request("k1", "b"), nil)
+	if err != nil || st != 200 || string(body) != "first" {
+		t.Fatalf("after completion: %d %q %v", st, body, err)
+	}
+}
+
+// The work appends, then fails before its response exists: the retry redoes
+// it with the same pinned id, finds what was appended, and appends only what
+// is missing.
+func TestIdempotentRetryAfterFailedAttempt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x := e.executor(nil, Options{})
+	s := &signup{x: x, name: "ann"}
+	boom := errors.New("boom")
+	s.fail = func(step string) error {
+		if step == "created" && s.calls.Load() == 1 {
+			return boom
+		}
+		return nil
+	}
+	if _, _, err := x.Idempotent(e.ctx, request("k1", "b"), s.do); !errors.Is(err, boom) {
+		t.Fatalf("first attempt: %v, want boom", err)
+	}
+	if c, l, b := e.signupEvents("ann", 1); c != 1 || l != 1 || b != 1 {
+		t.Fatalf("after the failure: counter %d, login %d, blocks %d; want 1, 1, 1", c, l, b)
+	}
+	// The failure was recorded, so the retry need not wait for the lease.
+	st, body, err := x.Idempotent(e.ctx, request("k1", "b"), s.do)
+	if err != nil || st != 201 || string(body) != `{"id":1,"total":5}` {
+		t.Fatalf("retry: %d %s %v", st, body, err)
+	}
+	if c, l, b := e.signupEvents("ann", 1); c != 2 || l != 1 || b != 1 {
+		t.Fatalf("after the retry: counter %d, login %d, blocks %d; want 2, 1, 1", c, l, b)
+	}
+}
+
+// Crash simulation: the work completes but the process dies before the
+// response is recorded (here: recording fails, and the node is gone). The
+// client's retry reaches another node; once the lease has expired that node
+// redoes the work with the same ids and appends nothing new.
+func TestIdempotentRetryAfterCrashBeforeRecording(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	fs := &faultyStore{Store: e.store}
+	crashed := errors.New("process died")
+	fs.before = func(_ string, events []eventstore.EventData) error {
+		switch events[0].Type {
+		case IdempotencyRecordedType, IdempotencyFailedType:
+			return crashed
+		}
+		return nil
+	}
+	node1 := e.executor(fs, Options{IdempotencyLease: 30 * time.Second})
+	s := &signup{x: node1, name: "ann"}
+	st, body, err := node1.Idempotent(e.ctx, request("k1", "b"), s.do)
+	if err != nil || st != 201 {
+		t.Fatalf("first attempt: %d %s %v", st, body, err)
+	}
+	head := func() eventstore.Position {
+		p, _ := e.store.Head(e.ctx)
+		return p
+	}
+	before := head()
+
+	node2 := e.executor(nil, Options{IdempotencyLease: 30 * time.Second})
+	s2 := &signup{x: node2, name: "ann"}
+	if _, _, err := node2.Idempotent(e.ctx, request("k1", "b"), s2.do); !errors.Is(err, ErrIdempotencyInProgress) {
+		t.Fatalf("within the lease: %v, want ErrIdempotencyInProgress", err)
+	}
+	e.clock.Advance(31 * time.Second)
+	st2, body2, err := node2.Idempotent(e.ctx, request("k1", "b"), s2.do)
+	if err != nil || st2 != st || string(body2) != string(body) {
+		t.Fatalf("retry: %d %s %v, want %d %s", st2, body2, err, st, body)
+	}
+	if s2.calls.Load() != 1 {
+		t.Fatal("the retry did not redo the work")
+	}
+	if c, l, b := e.signupEvents("ann", 1); c != 2 || l != 1 || b != 1 {
+		t.Fatalf("counter %d, login %d, blocks %d; want 2, 1, 1", c, l, b)
+	}
+	// Only the idempotency record grew: the takeover and the response.
+	if got := head().Commit - before.Commit; got != 2 {
+		t.Fatalf("the retry appended %d events, want 2 (IdempotencyStarted, IdempotencyRecorded)", got)
+	}
+	// From now on the recorded response is replayed without work.
+	if _, _, err := node2.Idempotent(e.ctx, request("k1", "b"), s2.do); err != nil || s2.calls.Load() != 1 {
+		t.Fatalf("third call: %v, work ran %d times", err, s2.calls.Load())
+	}
+}
+
+func TestIdempotentKeyExpires(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x := e.executor(nil, Options{IdempotencyTTL: time.Hour})
+	n := 0
+	do := func(ctx context.Context, pins *Pins) (int, []byte, error) {
+		n++
+		id, err := pins.ID(ctx, "counter")
+		return 200, fmt.Appendf(nil, "%d", id), err
+	}
+	_, b1, _ := x.Idempotent(e.ctx, request("k1", "b"), do)
+	e.clock.Advance(time.Hour)
+	_, b2, err := x.Idempotent(e.ctx, request("k1", "other body"), do)
+	if err != nil || n != 2 || string(b1) != "1" || string(b2) != "2" {
+		t.Fatalf("after the TTL: %s then %s, %v, %d runs; want a new request", b1, b2, err, n)
+	}
+}
+
+func TestIdempotentWithoutKeyRunsEveryTime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x := e.executor(nil, Options{})
+	var got []string
+	for range 2 {
+		_, body, err := x.Idempotent(e.ctx, request("", "b"), func(ctx context.Context, pins *Pins) (int, []byte, error) {
+			id, err := pins.ID(ctx, "counter")
+			return 200, fmt.Appendf(nil, "%d", id), err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(body))
+	}
+	if got[0] != "1" || got[1] != "2" {
+		t.Fatalf("ids %v, want 1 then 2", got)
+	}
+}
+
+func TestIdempotentRejectsBadKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x := e.executor(nil, Options{})
+	for _, key := range []string{"a\nb", string(make([]byte, MaxIdempotencyKeyLen+1))} {
+		if _, _, err := x.Idempotent(e.ctx, request(key, "b"), nil); !errors.Is(err, ErrInvalidIdempotencyKey) {
+			t.Fatalf("key %q: err = %v", key, err)
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package app
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"tvsm/domain"
+)
+
+// Event types of idempotency records (stream "idem-{sha256(scope, key)}").
+const (
+	IdempotencyStartedType  = "IdempotencyStarted.v1"
+	IdempotencyIDPinnedType = "IdempotencyIDPinned.v1"
+	IdempotencyRecordedType = "IdempotencyRecorded.v1"
+	IdempotencyFailedType   = "IdempotencyFailed.v1"
+)
+
+// IdempotencyStarted records that an attempt of a keyed request began and
+// owns the key until LeaseUntil. Generation counts uses of the key: a key
+// whose record has expired (Options.IdempotencyTTL) starts generation+1;
+// attempts of one generation are retries of one request.
+type IdempotencyStarted struct {
+	Key         string    `json:"key"`
+	Scope       string    `json:"scope"`
+	RequestHash string    `json:"request_hash"`
+	Generation  int       `json:"generation"`
+	Attempt     int       `json:"attempt"`
+	LeaseUntil  time.Time `json:"lease_until"`
+}
+
+// EventType implements domain.Event.
+func (IdempotencyStarted) EventType() string { return IdempotencyStartedType }
+
+// IdempotencyIDPinned records the Index-th id of Kind the request uses, so
+// every retry uses the same ids. It is appended before the id is used.
+type IdempotencyIDPinned struct {
+	Generation int    `json:"generation"`
+	Kind       string `json:"kind"`
+	Index      int    `json:"index"`
+	ID         int64  `json:"id"`
+}
+
+// EventType implements domain.Event.
+func (IdempotencyIDPinned) EventType() string { return IdempotencyIDPinnedType }
+
+// IdempotencyRecorded records the response of the request, replayed to
+// every retry until the TTL passes.
+type IdempotencyRecorded struct {
+	Generation int       `json:"generation"`
+	Status     int       `json:"status"`
+	Body       []byte    `json:"body"`
+	At         time.Time `json:"at"`
+}
+
+// EventType implements domain.Event.
+func (IdempotencyRecorded) EventType() string { return IdempotencyRecordedType }
+
+// IdempotencyFailed records that an attempt ended with an error and no
+// response: the next retry may take over at once instead of waiting for the
+// lease to expire.
+type IdempotencyFailed struct {
+	Generation int    `json:"generation"`
+	Attempt    int    `json:"attempt"`
+	Error      string `json:"error"`
+}
+
+// EventType implements domain.Event.
+func (IdempotencyFailed) EventType() string { return IdempotencyFailedType }
+
+// idemState is the state of an idempotency record.
+type idemState struct {
+	Started    bool
+	Hash       string
+	Generation int
+	Attempt    int
+	LeaseUntil time.Time
+	Failed     bool // the current attempt failed
+	Pins       map[string][]int64
+	Done       bool
+	Status     int
+	Body       []byte
+	DoneAt     time.Time
+}
+
+type idemOp int
+
+const (
+	idemBegin idemOp = iota + 1
+	idemPin
+	idemRecord
+	idemFail
+)
+
+// idemCmd is one operation on an idempotency record; which fields matter
+// depends on Op.
+type idemCmd struct {
+	Op         idemOp
+	Key, Scope string
+	Hash       string
+	Lease, TTL time.Duration
+	Generation int
+	Attempt    int
+	Kind       string
+	Index      int
+	ID         int64
+	Status     int
+	Body       []byte
+	Error      string
+}
+
+var idemDecider = domain.Decider[idemState, idemCmd]{
+	Initial: func() idemState { return idemState{} },
+	Evolve:  evolveIdem,
+	Decide:  decideIdem,
+}
+
+func evolveIdem(s idemState, e domain.Event) idemState {
+	switch e := e.(type) {
+	case IdempotencyStarted:
+		if e.Generation != s.Generation {
+			s = idemState{}
+		}
+		s.Started, s.Hash, s.Generation, s.Attempt = true, e.RequestHash, e.Generation, e.Attempt
+		s.LeaseUntil, s.Failed = e.LeaseUntil, false
+	case IdempotencyIDPinned:
+		if e.Generation == s.Generation && e.Index == len(s.Pins[e.Kind]) {
+			pins := maps.Clone(s.Pins) // Evolve is pure: never modify the input's map
+			if pins == nil {
+				pins = make(map[string][]int64)
+			}
+			pins[e.Kind] = append(slices.Clip(pins[e.Kind]), e.ID)
+			s.Pins = pins
+		}
+	case IdempotencyRecorded:
+		if e.Generation == s.Generation {
+			s.Done, s.Status, s.Body, s.DoneAt = true, e.Status, e.Body, e.At
+		}
+	case IdempotencyFailed:
+		if e.Generation == s.Generation && e.Attempt == s.Attempt {
+			s.Failed = true
+		}
+	}
+	return s
+}
+
+func decideIdem(s idemState, c idemCmd, now time.Time) ([]domain.Event, error) {
+	switch c.Op {
+	case idemBegin:
+		start := IdempotencyStarted{Key: c.Key, Scope: c.Scope, RequestHash: c.Hash, LeaseUntil: now.Add(c.Lease)}
+		expired := s.Started && ((s.Done && !now.Before(s.DoneAt.Add(c.TTL))) ||
+			(!s.Done && !now.Before(s.LeaseUntil.Add(c.TTL))))
+		switch {
+		case !s.Started || expired:
+			start.Generation, start.Attempt = s.Generation+1, 1
+			return []domain.Event{start}, nil
+		case s.Hash != c.Hash:
+			return nil, ErrIdempotencyMismatch
+		case s.Done:
+			return nil, nil
+		case !s.Failed && now.Before(s.LeaseUntil):
+			return nil, fmt.Errorf("%w (attempt %d holds it until %s)", ErrIdempotencyInProgress, s.Attempt, s.LeaseUntil.Format(time.RFC3339))
+		}
+		start.Generation, start.Attempt = s.Generation, s.Attempt+1
+		return []domain.Event{start}, nil
+	case idemPin:
+		switch {
+		case c.Generation != s.Generation:
+			return nil, fmt.Errorf("%w: generation %d replaced by %d", ErrIdempotencyInProgress, c.Generation, s.Generation)
+		case c.Index < len(s.Pins[c.Kind]):
+			return nil, nil // pinned already (by a concurrent attempt): use that id
+		case c.Index > len(s.Pins[c.Kind]):
+			return nil, fmt.Errorf("pin %s #%d before #%d", c.Kind, c.Index, len(s.Pins[c.Kind]))
+		}
+		return []domain.Event{IdempotencyIDPinned{Generation: c.Generation, Kind: c.Kind, Index: c.Index, ID: c.ID}}, nil
+	case idemRecord:
+		if c.Generation != s.Generation || s.Done {
+			return nil, nil // the first recorded response stands
+		}
+		return []domain.Event{IdempotencyRecorded{Generation: c.Generation, Status: c.Status, Body: c.Body, At: now}}, nil
+	case idemFail:
+		if c.Generation != s.Generation || c.Attempt != s.Attempt || s.Done || s.Failed {
+			return nil, nil
+		}
+		return []domain.Event{IdempotencyFailed{Generation: c.Generation, Attempt: c.Attempt, Error: c.Error}}, nil
+	}
+	return nil, fmt.Errorf("unknown idempotency operation %d", c.Op)
+}
