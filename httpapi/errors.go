@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"tvsm/eventstore"
+	"tvsm/httpapi/wire"
 )
 
 // Error codes: the "error" member of an error body. Clients switch on them,
@@ -23,6 +24,8 @@ const (
 	CodeForbidden        = "forbidden"
 	CodeNotFound         = "not_found"
 	CodeConflict         = "conflict"
+	CodeBodyTooLarge     = "body_too_large"
+	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeNotReady         = "not_ready"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
@@ -86,6 +89,19 @@ func Conflict(cause string) *Error {
 	return &Error{Status: http.StatusConflict, Code: CodeConflict, Cause: cause}
 }
 
+// BodyTooLarge is a 413: the request body exceeds limit bytes.
+func BodyTooLarge(limit int64) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
+		Cause: fmt.Sprintf("request body exceeds the limit of %d bytes", limit)}
+}
+
+// UnsupportedMediaType is a 415: a body that is declared as something other
+// than JSON.
+func UnsupportedMediaType(contentType string) *Error {
+	return &Error{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupportedMedia,
+		Cause: fmt.Sprintf("Content-Type %q is not supported; send application/json", contentType)}
+}
+
 // Unavailable is a 503: the node cannot answer now, the client may retry.
 func Unavailable(cause string) *Error {
 	return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Cause: cause}
@@ -100,10 +116,24 @@ func Internal(err error) *Error {
 // AsError maps any error to the API error it is answered with. This is the one
 // place where errors of the layers below meet HTTP status codes.
 func AsError(err error) *Error {
-	var apiErr *Error
+	var (
+		apiErr    *Error
+		fieldErrs wire.FieldErrors
+		bodyErr   *wire.BodyError
+		tooLarge  *wire.TooLargeError
+		maxBytes  *http.MaxBytesError
+	)
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
+	case errors.As(err, &fieldErrs):
+		return ValidationFailed(fieldErrs)
+	case errors.As(err, &bodyErr):
+		return BadRequest(bodyErr.Error())
+	case errors.As(err, &tooLarge):
+		return BodyTooLarge(tooLarge.Limit)
+	case errors.As(err, &maxBytes):
+		return BodyTooLarge(maxBytes.Limit)
 	case errors.Is(err, eventstore.ErrWrongExpectedRevision):
 		e := Conflict("concurrent modification; retry the request")
 		e.Err = err

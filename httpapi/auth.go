@@ -1,0 +1,149 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// BasicRealm is the realm of the Provider, Admin and Statistics APIs'
+// Basic authentication.
+const BasicRealm = "tvsm"
+
+// ErrBadCredentials is what an Authenticator returns for an unknown login or
+// a wrong password (indistinguishably: the API answers 401 to both).
+var ErrBadCredentials = errors.New("bad credentials")
+
+// Principal is the administrator a request acts for.
+type Principal struct {
+	Login string
+	// Provider scopes the admin to one provider; nil means a superadmin.
+	Provider *int64
+}
+
+// Superadmin reports whether p may act on every provider.
+func (p Principal) Superadmin() bool { return p.Provider == nil }
+
+// Scope returns the provider p is scoped to; scoped is false for a
+// superadmin. List handlers pin the provider filter with it.
+func (p Principal) Scope() (provider int64, scoped bool) {
+	if p.Provider == nil {
+		return 0, false
+	}
+	return *p.Provider, true
+}
+
+// Authenticator checks an administrator's login and password. It returns
+// ErrBadCredentials (possibly wrapped) when they do not match; any other
+// error is a failure of the check itself (answered 5xx, not 401).
+type Authenticator interface {
+	Authenticate(ctx context.Context, login, password string) (Principal, error)
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFromContext returns the principal ctx carries. Application code
+// takes the actor of its events from it; the gin context works too, as it
+// falls back to the request's context.
+func PrincipalFromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// CurrentPrincipal returns the principal BasicAuth authenticated for c.
+func CurrentPrincipal(c *gin.Context) (Principal, bool) {
+	return PrincipalFromContext(c.Request.Context())
+}
+
+// BasicAuth authenticates every request of the group it is used on with
+// HTTP Basic credentials (spec §5.1) and stores the Principal in the
+// request's context (CurrentPrincipal, PrincipalFromContext). Missing,
+// malformed or wrong credentials are answered 401 with the JSON error body
+// and WWW-Authenticate: Basic realm="tvsm".
+func BasicAuth(auth Authenticator) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		login, password, msg := parseBasic(c.GetHeader("Authorization"))
+		if msg != "" {
+			unauthorized(c, msg)
+			return
+		}
+		p, err := auth.Authenticate(c.Request.Context(), login, password)
+		switch {
+		case errors.Is(err, ErrBadCredentials):
+			unauthorized(c, "invalid login or password")
+			return
+		case err != nil:
+			WriteError(c, err)
+			return
+		}
+		c.Request = c.Request.WithContext(WithPrincipal(c.Request.Context(), p))
+		c.Next()
+	}
+}
+
+func unauthorized(c *gin.Context, cause string) {
+	c.Header("WWW-Authenticate", `Basic realm="`+BasicRealm+`"`)
+	WriteError(c, Unauthorized(cause))
+}
+
+// parseBasic returns the credentials of an Authorization header, or msg
+// saying what is wrong with it. Padding in the base64 is optional.
+func parseBasic(header string) (login, password, msg string) {
+	header = strings.TrimSpace(header)
+	if header == "" {
+		return "", "", "authentication required (Authorization: Basic)"
+	}
+	scheme, encoded, _ := strings.Cut(header, " ")
+	if !strings.EqualFold(scheme, "Basic") {
+		return "", "", "Basic authentication required"
+	}
+	encoded = strings.TrimSpace(encoded)
+	raw, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		raw, err = base64.RawStdEncoding.DecodeString(encoded)
+	}
+	if err != nil {
+		return "", "", "malformed Basic credentials"
+	}
+	login, password, ok := strings.Cut(string(raw), ":")
+	if !ok || login == "" {
+		return "", "", "malformed Basic credentials"
+	}
+	return login, password, ""
+}
+
+// RequireProvider returns nil when the request's admin may act on provider's
+// data: a superadmin, or an admin scoped to that provider. Otherwise it
+// returns a 403 (401 without an authenticated admin) for WriteError.
+func RequireProvider(c *gin.Context, provider int64) error {
+	p, ok := CurrentPrincipal(c)
+	if !ok {
+		return Unauthorized("authentication required")
+	}
+	if scope, scoped := p.Scope(); scoped && scope != provider {
+		return Forbidden("provider " + strconv.FormatInt(provider, 10) + " is outside the scope of admin " + strconv.Quote(p.Login))
+	}
+	return nil
+}
+
+// RequireSuperadmin returns nil when the request's admin is a superadmin,
+// else a 403 (401 without an authenticated admin) for WriteError.
+func RequireSuperadmin(c *gin.Context) error {
+	p, ok := CurrentPrincipal(c)
+	if !ok {
+		return Unauthorized("authentication required")
+	}
+	if !p.Superadmin() {
+		return Forbidden("admin " + strconv.Quote(p.Login) + " is scoped to a provider; this needs a superadmin")
+	}
+	return nil
+}

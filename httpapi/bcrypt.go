@@ -1,0 +1,213 @@
+package httpapi
+
+import (
+	"container/list"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// CredentialLookup returns the bcrypt hash and provider scope (nil for a
+// superadmin) of admin login, or ok false for an unknown login. It is called
+// on every request, so it must be cheap (a read-model lookup); "" as the hash
+// means the admin cannot log in.
+type CredentialLookup func(login string) (hash string, provider *int64, ok bool)
+
+// BcryptOptions tune a BcryptAuthenticator. Zero values mean the defaults.
+type BcryptOptions struct {
+	// CacheSize bounds the verification cache (default 10000 entries);
+	// negative disables it.
+	CacheSize int
+	// CacheTTL is how long a verification is trusted (default 5 minutes).
+	CacheTTL time.Duration
+	// DummyCost is the bcrypt cost of the hash compared for unknown logins,
+	// so that they take as long as wrong passwords. Set it to the cost
+	// passwords are hashed with (default bcrypt.DefaultCost).
+	DummyCost int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// BcryptAuthenticator checks admin passwords against their bcrypt hashes.
+//
+// A bcrypt check costs tens of milliseconds of CPU by design, which would
+// cap the API at a few requests per second per core for a sync job sending
+// the same credentials on every request. So successful checks are cached,
+// keyed by an HMAC (with a per-process random key) of the login, the
+// password and the stored hash: a changed password or hash misses the cache
+// at once, and the cache never holds anything that would speed up guessing
+// a password. Failed checks are not cached. Unknown logins are compared
+// against a dummy hash, so timing does not reveal which logins exist.
+type BcryptAuthenticator struct {
+	lookup CredentialLookup
+	size   int
+	ttl    time.Duration
+	now    func() time.Time
+	dummy  []byte
+	mac    sync.Pool // of hash.Hash keyed with the process's cache key
+
+	mu    sync.Mutex
+	byKey map[cacheKey]*list.Element // of *cacheEntry
+	order *list.List                 // oldest verification first
+
+	comparisons atomic.Uint64
+}
+
+type cacheKey [sha256.Size]byte
+
+type cacheEntry struct {
+	key     cacheKey
+	expires time.Time
+}
+
+// maxBcryptPassword is the most bcrypt reads of a password; it silently
+// ignores the rest, so longer passwords are refused rather than truncated.
+const maxBcryptPassword = 72
+
+// NewBcryptAuthenticator returns an authenticator over lookup. It computes
+// the dummy hash, which takes one bcrypt hashing at opts.DummyCost.
+func NewBcryptAuthenticator(lookup CredentialLookup, opts BcryptOptions) *BcryptAuthenticator {
+	a := &BcryptAuthenticator{
+		lookup: lookup,
+		size:   opts.CacheSize,
+		ttl:    opts.CacheTTL,
+		now:    opts.Now,
+		byKey:  map[cacheKey]*list.Element{},
+		order:  list.New(),
+	}
+	if a.size == 0 {
+		a.size = 10_000
+	}
+	if a.ttl <= 0 {
+		a.ttl = 5 * time.Minute
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	cost := opts.DummyCost
+	if cost == 0 {
+		cost = bcrypt.DefaultCost
+	}
+	cost = min(max(cost, bcrypt.MinCost), bcrypt.MaxCost)
+	dummy, err := bcrypt.GenerateFromPassword([]byte(rand.Text()), cost)
+	if err != nil {
+		panic(fmt.Sprintf("httpapi: dummy bcrypt hash: %v", err)) // only on an invalid cost, excluded above
+	}
+	a.dummy = dummy
+	macKey := []byte(rand.Text())
+	a.mac.New = func() any { return hmac.New(sha256.New, macKey) }
+	return a
+}
+
+// Authenticate implements Authenticator.
+func (a *BcryptAuthenticator) Authenticate(ctx context.Context, login, password string) (Principal, error) {
+	if err := ctx.Err(); err != nil {
+		return Principal{}, err
+	}
+	hashed, provider, ok := a.lookup(login)
+	if !ok || hashed == "" || len(password) > maxBcryptPassword {
+		a.compare(a.dummy, password) // as long as a real check
+		return Principal{}, ErrBadCredentials
+	}
+	p := Principal{Login: login}
+	if provider != nil {
+		id := *provider
+		p.Provider = &id
+	}
+
+	key := a.key(login, password, hashed)
+	if a.cached(key) {
+		return p, nil
+	}
+	switch err := a.compare([]byte(hashed), password); {
+	case errors.Is(err, bcrypt.ErrMismatchedHashAndPassword):
+		return Principal{}, ErrBadCredentials
+	case err != nil:
+		return Principal{}, fmt.Errorf("check the password of admin %q: stored hash: %w", login, err)
+	}
+	a.remember(key)
+	return p, nil
+}
+
+// Comparisons returns how many bcrypt comparisons the authenticator has
+// made: every check that the cache did not answer.
+func (a *BcryptAuthenticator) Comparisons() uint64 { return a.comparisons.Load() }
+
+func (a *BcryptAuthenticator) compare(hashed []byte, password string) error {
+	a.comparisons.Add(1)
+	return bcrypt.CompareHashAndPassword(hashed, []byte(password))
+}
+
+func (a *BcryptAuthenticator) key(login, password, hashed string) cacheKey {
+	h := a.mac.Get().(hash.Hash)
+	defer a.mac.Put(h)
+	h.Reset()
+	var n [8]byte
+	for _, part := range []string{login, password, hashed} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write([]byte(part))
+	}
+	var k cacheKey
+	h.Sum(k[:0])
+	return k
+}
+
+func (a *BcryptAuthenticator) cached(key cacheKey) bool {
+	if a.size < 0 {
+		return false
+	}
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	el, ok := a.byKey[key]
+	if !ok {
+		return false
+	}
+	if !now.Before(el.Value.(*cacheEntry).expires) {
+		a.order.Remove(el)
+		delete(a.byKey, key)
+		return false
+	}
+	return true
+}
+
+func (a *BcryptAuthenticator) remember(key cacheKey) {
+	if a.size < 0 {
+		return
+	}
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if el, ok := a.byKey[key]; ok {
+		a.order.Remove(el)
+	}
+	a.byKey[key] = a.order.PushBack(&cacheEntry{key: key, expires: now.Add(a.ttl)})
+	// Entries expire in insertion order: drop the expired ones and, when
+	// full, the oldest.
+	for front := a.order.Front(); front != nil; front = a.order.Front() {
+		e := front.Value.(*cacheEntry)
+		if a.order.Len() <= a.size && now.Before(e.expires) {
+			break
+		}
+		a.order.Remove(front)
+		delete(a.byKey, e.key)
+	}
+}
+
+// cacheLen returns the number of cached verifications (tests).
+func (a *BcryptAuthenticator) cacheLen() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.order.Len()
+}
