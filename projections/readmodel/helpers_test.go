@@ -1,0 +1,390 @@
+package readmodel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+	"tvsm/eventstore/embedded"
+	"tvsm/internal/app"
+	"tvsm/projections"
+)
+
+// testTimeout bounds every wait of these tests.
+const testTimeout = 20 * time.Second
+
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// testRegistry returns a registry of the domain's and the application
+// layer's events, as the composition root builds it.
+func testRegistry() *domain.Registry {
+	reg := domain.NewRegistry()
+	domain.RegisterEvents(reg)
+	app.RegisterEvents(reg)
+	return reg
+}
+
+// env is a real embedded store with the application layer's executor on
+// top, for appending events the way the service does.
+type env struct {
+	t     *testing.T
+	store *embedded.Store
+	reg   *domain.Registry
+	x     *app.Executor
+	tick  atomic.Int64
+}
+
+// base is the pinned time of the first command; each command is a second
+// later than the one before.
+var base = time.Date(2026, time.March, 1, 12, 0, 0, 0, time.UTC)
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	store, err := embedded.Open(t.TempDir(), embedded.Options{Logger: quietLog})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { store.Close() })
+	e := &env{t: t, store: store, reg: testRegistry()}
+	e.x, err = app.New(store, e.reg, app.Options{Clock: func() time.Time {
+		return base.Add(time.Duration(e.tick.Add(1)) * time.Second)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) meta() app.RequestMeta {
+	return app.RequestMeta{Actor: domain.AdminActor("root"), RequestID: fmt.Sprintf("req-%d", e.tick.Load())}
+}
+
+func execute[S, C any](e *env, stream string, d domain.Decider[S, C], cmd C) S {
+	e.t.Helper()
+	res, err := app.Execute(context.Background(), e.x, stream, d, cmd, e.meta())
+	if err != nil {
+		e.t.Fatalf("execute %T on %s: %v", cmd, stream, err)
+	}
+	return res.State
+}
+
+func (e *env) provider(c domain.ProviderCommand) domain.Provider {
+	e.t.Helper()
+	return execute(e, c.Stream(), domain.ProviderDecider(), c)
+}
+
+func (e *env) tariff(c domain.TariffCommand) domain.Tariff {
+	e.t.Helper()
+	return execute(e, c.Stream(), domain.TariffDecider(), c)
+}
+
+func (e *env) channel(c domain.ChannelCommand) domain.Channel {
+	e.t.Helper()
+	return execute(e, c.Stream(), domain.ChannelDecider(), c)
+}
+
+func (e *env) category(c domain.CategoryCommand) domain.Category {
+	e.t.Helper()
+	return execute(e, c.Stream(), domain.CategoryDecider(), c)
+}
+
+func (e *env) admin(c domain.AdminCommand) domain.Admin {
+	e.t.Helper()
+	return execute(e, c.Stream(), domain.AdminDecider(), c)
+}
+
+func (e *env) account(c domain.AccountCommand) domain.Account {
+	e.t.Helper()
+	return execute(e, c.Stream(), domain.AccountDecider(), c)
+}
+
+// newAccount creates an account the way the service does: id from the id
+// allocator (stream ids-account), login reserved (stream login-...), then
+// the account. Neither bookkeeping stream may reach the read model.
+func (e *env) newAccount(provider int64, login, fullname string, opts ...func(*domain.CreateAccount)) int64 {
+	e.t.Helper()
+	ctx := context.Background()
+	id, err := e.x.NextID(ctx, "account")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	owner := domain.AccountStream(id)
+	if err := e.x.Reserve(ctx, app.LoginStream(provider, login), owner, e.meta(), nil); err != nil {
+		e.t.Fatal(err)
+	}
+	c := domain.CreateAccount{ID: id, Provider: provider, Login: login, Fullname: fullname, PinMD5: "0123456789abcdef0123456789ABCDEF"}
+	for _, o := range opts {
+		o(&c)
+	}
+	e.account(c)
+	return id
+}
+
+func (e *env) nextID(kind string) int64 {
+	e.t.Helper()
+	id, err := e.x.NextID(context.Background(), kind)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+func (e *env) head() eventstore.Position {
+	e.t.Helper()
+	p, err := e.store.Head(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// runner is a projections.Runner feeding a model in the background.
+type runner struct {
+	*projections.Runner
+	m    *Model
+	e    *env
+	stop func()
+}
+
+// run starts a runner feeding m after position from.
+func (e *env) run(m *Model, from eventstore.Position) *runner {
+	e.t.Helper()
+	r := projections.NewRunner(e.store, m, projections.SnapshotCheckpoints{Position: from},
+		projections.RunnerOptions{Logger: quietLog, BackoffBase: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	rr := &runner{Runner: r, m: m, e: e}
+	rr.stop = func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			e.t.Errorf("runner: %v", err)
+		}
+	}
+	e.t.Cleanup(func() {
+		if ctx.Err() == nil {
+			rr.stop()
+		}
+	})
+	return rr
+}
+
+// sync waits until the runner has applied everything in the store.
+func (r *runner) sync() {
+	r.e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := r.Progress().Wait(ctx, r.e.head()); err != nil {
+		r.e.t.Fatalf("read model did not catch up: %v (stats %+v)", err, r.Stats())
+	}
+}
+
+// readAll returns every event of the store's log that the model's filter
+// selects, in order.
+func (e *env) readAll(m *Model) []eventstore.RecordedEvent {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	sub, err := e.store.SubscribeAll(ctx, eventstore.Beginning, m.Filter())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer sub.Close()
+	var out []eventstore.RecordedEvent
+	for {
+		b, err := sub.Recv(ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, b.Events...)
+		if b.CaughtUp {
+			return out
+		}
+	}
+}
+
+// feed builds recorded events without a store, for applying directly:
+// fast enough to build a million accounts.
+type feed struct {
+	reg  *domain.Registry
+	pos  uint64
+	revs map[string]uint64
+}
+
+func newFeed() *feed { return &feed{reg: testRegistry(), revs: make(map[string]uint64)} }
+
+// next returns the stream revision and log position of the next event of
+// stream.
+func (f *feed) next(stream string) (uint64, eventstore.Position) {
+	rev, ok := f.revs[stream]
+	if ok {
+		rev++
+	}
+	f.revs[stream] = rev
+	f.pos++
+	return rev, eventstore.Position{Commit: f.pos, Prepare: f.pos}
+}
+
+// record returns e as the store would deliver it, appended to stream at at.
+func (f *feed) record(stream string, e domain.Event, at time.Time) eventstore.RecordedEvent {
+	typ, data, err := f.reg.Encode(e)
+	if err != nil {
+		panic(err)
+	}
+	md, err := domain.EncodeMetadata(domain.Envelope{Event: e, OccurredAt: at, Actor: domain.SystemActor(), RequestID: "feed"})
+	if err != nil {
+		panic(err)
+	}
+	rev, pos := f.next(stream)
+	return eventstore.RecordedEvent{
+		ID: eventstore.NewEventID(), Stream: stream, Revision: rev, Position: pos,
+		Type: typ, Data: data, Metadata: md, Created: at,
+	}
+}
+
+// typicalAccount returns the events of a typical account (spec'd in the
+// memory budget): login ~12 characters, fullname ~25, contract_info ~20,
+// one open subscription and one or two devices.
+func typicalAccount(id, provider int64) []domain.Event {
+	contract := fmt.Sprintf("contract %08d/26", id)
+	events := []domain.Event{
+		domain.AccountCreated{
+			AccountID: id, Provider: provider, Login: fmt.Sprintf("user%08d", id),
+			PinMD5: "0123456789abcdef0123456789abcdef", Fullname: fmt.Sprintf("Ivan Petrovich Sidorov %03d", id%1000),
+			Enabled: id%10 != 0, ContractInfo: &contract,
+		},
+		domain.SubscriptionAdded{AccountID: id, SubscriptionID: id, Tariff: provider*100 + id%3, Start: base.Add(time.Duration(id) * time.Second)},
+		domain.DeviceBound{AccountID: id, DeviceID: 2 * id, UniqueID: fmt.Sprintf("00:1A:%02X:%02X:%02X:%02X", byte(id>>24), byte(id>>16), byte(id>>8), byte(id)), Class: domain.DeviceSTB, Model: "MAG-524w3"},
+	}
+	if id%2 == 0 {
+		events = append(events, domain.DeviceBound{AccountID: id, DeviceID: 2*id + 1, UniqueID: fmt.Sprintf("app-%d", id), Class: domain.DevicePhone, Model: "Pixel 8"})
+	}
+	return events
+}
+
+// applyTypical applies n typical accounts (ids 1..n, spread over
+// providers 1..providers) to m through Apply, in batches.
+func applyTypical(t testing.TB, m *Model, f *feed, n, providers int) {
+	t.Helper()
+	batch := make([]eventstore.RecordedEvent, 0, 4096)
+	for id := int64(1); id <= int64(n); id++ {
+		p := id%int64(providers) + 1
+		for _, e := range typicalAccount(id, p) {
+			batch = append(batch, f.record(domain.AccountStream(id), e, base))
+		}
+		if len(batch) >= 4000 || id == int64(n) {
+			if err := m.Apply(context.Background(), batch, projections.Replay); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+}
+
+// buildTypical applies n typical accounts to m without encoding them: the
+// same state changes as Apply, minus JSON, for the million-account
+// benchmarks.
+func buildTypical(m *Model, n, providers int) {
+	for id := int64(1); id <= int64(n); id++ {
+		p := id%int64(providers) + 1
+		for rev, e := range typicalAccount(id, p) {
+			c := change{kind: kindAccount, id: id, rev: uint64(rev), event: e, at: base.Unix()}
+			m.mu.Lock()
+			m.st.apply(&m.ev, &c)
+			m.st.pos = eventstore.Position{Commit: uint64(id), Prepare: uint64(id)}
+			m.mu.Unlock()
+		}
+	}
+}
+
+// dump renders every answer of the model's queries, for comparing two
+// models.
+func dump(t testing.TB, m *Model) []any {
+	t.Helper()
+	var out []any
+	add := func(name string, v any) { out = append(out, fmt.Sprintf("%s:", name), v) }
+	must := func(v any, err error) any {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	st := m.Stats()
+	add("stats", st)
+	accounts := must(m.ListAccounts(AccountQuery{Scope: AllProviders})).(List[Account]).Slice()
+	add("accounts", accounts)
+	for _, sk := range [][]SortKey{{{Field: "login"}}, {{Field: "fullname", Desc: true}}, {{Field: "created"}, {Field: "login", Desc: true}}, {{Field: "id", Desc: true}}} {
+		add(fmt.Sprint("accounts sorted ", sk), must(m.ListAccounts(AccountQuery{Scope: AllProviders, Page: Page{Sort: sk, Start: 3, Limit: 50}})).(List[Account]).Slice())
+	}
+	yes := true
+	add("enabled", must(m.ListAccounts(AccountQuery{Scope: AllProviders, Enabled: &yes})).(List[Account]).Total)
+	add("search", must(m.ListAccounts(AccountQuery{Scope: AllProviders, QuickSearch: "00"})).(List[Account]).Total)
+	for _, a := range accounts {
+		v, ok := m.Account(a.ID)
+		add("account", []any{v, ok})
+		byLogin, ok := m.AccountByLogin(a.Provider, a.Login)
+		add("by login", []any{byLogin, ok})
+		s, ok := m.AccountState(a.ID)
+		add("state", []any{s, ok})
+		add("subs of", m.AccountSubscriptions(a.ID))
+		add("devs of", m.AccountDevices(a.ID))
+	}
+	subs := must(m.ListSubscriptions(SubscriptionQuery{Scope: AllProviders})).(List[Subscription]).Slice()
+	add("subscriptions", subs)
+	add("subscriptions by stop", must(m.ListSubscriptions(SubscriptionQuery{Scope: AllProviders, Page: Page{Sort: []SortKey{{Field: "stop", Desc: true}}}})).(List[Subscription]).Slice())
+	for _, s := range subs {
+		v, ok := m.Subscription(s.ID)
+		add("subscription", []any{v, ok})
+	}
+	devs := must(m.ListDevices(DeviceQuery{Scope: AllProviders})).(List[Device]).Slice()
+	add("devices", devs)
+	for _, d := range devs {
+		v, ok := m.Device(d.ID)
+		add("device", []any{v, ok})
+		u, ok := m.DeviceByUniqueID(d.UniqueID)
+		add("device by uid", []any{u, ok})
+	}
+	providers := must(m.ListProviders(ProviderQuery{Scope: AllProviders})).(List[domain.Provider]).Slice()
+	add("providers", providers)
+	for _, p := range providers {
+		for _, scope := range []Scope{ProviderScope(p.ID)} {
+			add("scoped accounts", must(m.ListAccounts(AccountQuery{Scope: scope})).(List[Account]).Slice())
+			add("scoped subs", must(m.ListSubscriptions(SubscriptionQuery{Scope: scope})).(List[Subscription]).Slice())
+			add("scoped devs", must(m.ListDevices(DeviceQuery{Scope: scope})).(List[Device]).Slice())
+			add("scoped tariffs", must(m.ListTariffs(TariffQuery{Scope: scope})).(List[domain.Tariff]).Slice())
+			add("scoped admins", must(m.ListAdmins(AdminQuery{Scope: scope})).(List[domain.Admin]).Slice())
+		}
+	}
+	add("tariffs", must(m.ListTariffs(TariffQuery{Scope: AllProviders})).(List[domain.Tariff]).Slice())
+	add("channels", must(m.ListChannels(ChannelQuery{})).(List[domain.Channel]).Slice())
+	add("categories", must(m.ListCategories(CategoryQuery{})).(List[domain.Category]).Slice())
+	admins := must(m.ListAdmins(AdminQuery{Scope: AllProviders})).(List[domain.Admin]).Slice()
+	add("admins", admins)
+	for _, a := range admins {
+		v, ok := m.Admin(a.Login)
+		add("admin", []any{v, ok})
+	}
+	return out
+}
+
+// sameAnswers fails the test when two dumps differ, naming the first
+// difference.
+func sameAnswers(t testing.TB, want, got []any) {
+	t.Helper()
+	if len(want) != len(got) {
+		t.Fatalf("dumps differ in length: %d vs %d", len(want), len(got))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(want[i], got[i]) {
+			t.Fatalf("answers differ at %v:\nwant %+v\ngot  %+v", want[max(i-1, 0)], want[i], got[i])
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package readmodel
+
+import (
+	"slices"
+	"time"
+
+	"tvsm/domain"
+)
+
+// Account is a copy of an account's fields (Provider API §2.1). Its
+// subscriptions and devices are queried separately (AccountSubscriptions,
+// AccountDevices, AccountState).
+type Account struct {
+	ID       int64
+	Provider int64
+	Login    string
+	PinMD5   string // lowercase hex; the API answers null, device login compares it
+	Fullname string
+	Enabled  bool
+
+	RemoteCustomField      *string // nil: null
+	ContractInfo           *string
+	MainAddress            *string
+	AccountDesc            *string
+	RegionTag              *string
+	DevicesPerAccountLimit *int
+
+	// Created is when the account was created (UTC, whole seconds).
+	Created time.Time
+	// Revision is the revision of the account stream's last event the view
+	// reflects: an ETag, or the expected revision of a conditional update.
+	Revision uint64
+}
+
+// Subscription is a copy of a subscription (Provider API §2.2) with the
+// account and provider it belongs to.
+type Subscription struct {
+	domain.Subscription
+	Account  int64
+	Provider int64
+}
+
+// Device is a copy of a bound device with the account and provider it
+// belongs to.
+type Device struct {
+	domain.Device
+	Account  int64
+	Provider int64
+	// Created is when the device was bound (UTC, whole seconds).
+	Created time.Time
+}
+
+// accountView returns the view of a record.
+func accountView(a *account) Account {
+	v := Account{
+		ID:                a.id,
+		Provider:          a.provider,
+		Login:             a.field(fLogin),
+		PinMD5:            a.field(fPinMD5),
+		Fullname:          a.field(fFullname),
+		Enabled:           a.enabled(),
+		RemoteCustomField: a.fieldPtr(fRemoteCustomField),
+		ContractInfo:      a.fieldPtr(fContractInfo),
+		MainAddress:       a.fieldPtr(fMainAddress),
+		AccountDesc:       a.fieldPtr(fAccountDesc),
+		RegionTag:         a.fieldPtr(fRegionTag),
+		Created:           time.Unix(a.created, 0).UTC(),
+		Revision:          a.rev,
+	}
+	if a.flags&flagLimit != 0 {
+		n := int(a.limit)
+		v.DevicesPerAccountLimit = &n
+	}
+	return v
+}
+
+// subRef is a subscription inside an account record.
+type subRef struct {
+	a *account
+	i int
+}
+
+func subView(r subRef) Subscription {
+	return Subscription{Subscription: r.a.subs[r.i].toDomain(), Account: r.a.id, Provider: r.a.provider}
+}
+
+// devRef is a device inside an account record.
+type devRef struct {
+	a *account
+	i int
+}
+
+func devView(r devRef) Device {
+	d := &r.a.devs[r.i]
+	return Device{Device: d.toDomain(), Account: r.a.id, Provider: r.a.provider, Created: time.Unix(d.created, 0).UTC()}
+}
+
+// Copies of the small entities: the pointers and slices they carry are the
+// caller's own.
+
+func copyProvider(p domain.Provider) domain.Provider {
+	p.DevicesPerAccountLimit = clonePtr(p.DevicesPerAccountLimit)
+	p.FreeTariff = clonePtr(p.FreeTariff)
+	return p
+}
+
+func copyTariff(t domain.Tariff) domain.Tariff {
+	t.Channels = slices.Clone(t.Channels)
+	return t
+}
+
+func copyChannel(c domain.Channel) domain.Channel {
+	c.Categories = slices.Clone(c.Categories)
+	return c
+}
+
+func copyCategory(c domain.Category) domain.Category { return c }
+
+func copyAdmin(a domain.Admin) domain.Admin {
+	a.Provider = clonePtr(a.Provider)
+	return a
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
