@@ -43,21 +43,29 @@ var errCorruptRecord = errors.New("embedded: corrupt event record")
 type decoder struct {
 	types      map[string]string
 	lastStream string
-	arena      []byte // payloads are carved from here: one allocation per arenaSize bytes
+	arena      []byte // payloads are carved from here
+	chunk      int    // size of the last arena chunk
 }
 
-// arenaSize is the chunk payloads are carved from. Events of one chunk keep
-// it alive together, which suits batches that are applied and dropped whole.
-const arenaSize = 256 << 10
+// Payloads are carved from arena chunks that start small (a ReadStream of
+// one aggregate needs a few hundred bytes) and double up to maxArena (a
+// replay batch), so neither case pays for the other. Events of one chunk
+// keep it alive together, which suits batches that are used and dropped
+// whole.
+const (
+	minArena = 4 << 10
+	maxArena = 256 << 10
+)
 
 // alloc returns n bytes for a payload, capped so that appending to one
 // event's Data cannot overwrite the next event's.
 func (d *decoder) alloc(n int) []byte {
-	if n > arenaSize/8 {
+	if n > maxArena/8 {
 		return make([]byte, n)
 	}
 	if len(d.arena) < n {
-		d.arena = make([]byte, arenaSize)
+		d.chunk = min(max(2*d.chunk, minArena), maxArena)
+		d.arena = make([]byte, max(d.chunk, n))
 	}
 	b := d.arena[:n:n]
 	d.arena = d.arena[n:]
