@@ -11,8 +11,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/httpapi/wire"
+	"tvsm/internal/app"
+	"tvsm/internal/service"
 )
 
 // Error codes: the "error" member of an error body. Clients switch on them,
@@ -29,6 +32,8 @@ const (
 	CodeNotReady         = "not_ready"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
+	// CodeIdempotencyMismatch: an Idempotency-Key reused with another body.
+	CodeIdempotencyMismatch = "idempotency_key_mismatch"
 )
 
 // Error is an API error: an HTTP status and the JSON body every API answers
@@ -117,11 +122,13 @@ func Internal(err error) *Error {
 // place where errors of the layers below meet HTTP status codes.
 func AsError(err error) *Error {
 	var (
-		apiErr    *Error
-		fieldErrs wire.FieldErrors
-		bodyErr   *wire.BodyError
-		tooLarge  *wire.TooLargeError
-		maxBytes  *http.MaxBytesError
+		apiErr     *Error
+		fieldErrs  wire.FieldErrors
+		bodyErr    *wire.BodyError
+		tooLarge   *wire.TooLargeError
+		maxBytes   *http.MaxBytesError
+		validation *domain.ValidationError
+		taken      *app.TakenError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -134,6 +141,26 @@ func AsError(err error) *Error {
 		return BodyTooLarge(tooLarge.Limit)
 	case errors.As(err, &maxBytes):
 		return BodyTooLarge(maxBytes.Limit)
+	case errors.As(err, &validation):
+		e := ValidationFailed(validation.Fields)
+		e.Err = err
+		return e
+	case errors.As(err, &taken):
+		return wrapped(BadRequest(err.Error()), err)
+	case errors.Is(err, domain.ErrNotFound):
+		return wrapped(NotFound(err.Error()), err)
+	case errors.Is(err, domain.ErrAlreadyExists):
+		return wrapped(Conflict(err.Error()), err)
+	case errors.Is(err, service.ErrForbidden):
+		return wrapped(Forbidden(err.Error()), err)
+	case errors.Is(err, app.ErrConflict), errors.Is(err, app.ErrIdempotencyInProgress):
+		return wrapped(Conflict(err.Error()), err)
+	case errors.Is(err, app.ErrIdempotencyMismatch):
+		return wrapped(&Error{Status: http.StatusUnprocessableEntity, Code: CodeIdempotencyMismatch, Cause: err.Error()}, err)
+	case errors.Is(err, app.ErrInvalidIdempotencyKey):
+		return wrapped(BadRequest(err.Error()), err)
+	case errors.Is(err, app.ErrReadModelLag):
+		return wrapped(Unavailable(err.Error()), err)
 	case errors.Is(err, eventstore.ErrWrongExpectedRevision):
 		e := Conflict("concurrent modification; retry the request")
 		e.Err = err
@@ -148,6 +175,12 @@ func AsError(err error) *Error {
 		return e
 	}
 	return Internal(err)
+}
+
+// wrapped attaches the cause to an API error, for the request log.
+func wrapped(e *Error, err error) *Error {
+	e.Err = err
+	return e
 }
 
 // WriteError answers the request with err (mapped by AsError) and stops the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -15,10 +16,10 @@ import (
 
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
-	"tvsm/httpapi"
 	"tvsm/internal/config"
 	"tvsm/internal/logging"
 	"tvsm/internal/metrics"
+	"tvsm/internal/node"
 )
 
 // serve is `tvsm serve`: load the configuration, then run the node until ctx
@@ -57,18 +58,34 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 		}
 	}()
 
-	engine := httpapi.New(httpapi.Options{
-		Logger:  logger,
-		Metrics: metrics.NewRegistry(),
-		// Until the read model exists, an open store is all serving needs.
-		Ready: func(context.Context) error { return nil },
+	n, err := node.Start(ctx, store, node.Options{
+		DataDir:               cfg.DataDir,
+		Logger:                logger,
+		Metrics:               metrics.NewRegistry(),
+		AdminLogin:            cfg.AdminLogin,
+		AdminPassword:         cfg.AdminPassword,
+		ReadYourWritesTimeout: cfg.ReadYourWritesTimeout,
 	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := n.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close node: %w", cerr))
+		}
+	}()
+	if n.GeneratedPassword != "" {
+		// Printed once, on the first start of an empty store: it is not
+		// stored anywhere in clear text.
+		logger.Warn("created the first superadmin; note its password, it is not shown again",
+			"login", cmp.Or(cfg.AdminLogin, node.DefaultAdminLogin), "password", n.GeneratedPassword)
+	}
 
 	listener, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
-	server := newHTTPServer(engine, logger)
+	server := newHTTPServer(n.Engine, logger)
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(listener) }()
 	logger.Info("listening", "addr", listener.Addr().String())

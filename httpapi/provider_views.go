@@ -1,0 +1,225 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+	"tvsm/httpapi/wire"
+	"tvsm/internal/service"
+	"tvsm/projections/readmodel"
+)
+
+// The JSON shapes of the Provider API. Field order follows spec §2; every
+// field is always present, null when unset. The *_dto fields and pin_md5
+// are always null (spec §2.1, §2.2).
+
+// providerAccountJSON is an account (spec §2.1), plus two read-only fields
+// of ours: created, and services_available (enabled with a subscription
+// active now: what the account's devices get, spec §3).
+type providerAccountJSON struct {
+	ID                     int64         `json:"id"`
+	Enabled                bool          `json:"enabled"`
+	Login                  string        `json:"login"`
+	PinMD5                 *string       `json:"pin_md5"`
+	Fullname               string        `json:"fullname"`
+	Provider               int64         `json:"provider"`
+	RemoteCustomField      *string       `json:"remote_custom_field"`
+	ContractInfo           *string       `json:"contract_info"`
+	MainAddress            *string       `json:"main_address"`
+	AccountDesc            *string       `json:"account_desc"`
+	ProviderDTO            *struct{}     `json:"provider_dto"`
+	RegionTag              *string       `json:"region_tag"`
+	RegionDTO              *struct{}     `json:"region_dto"`
+	DevicesPerAccountLimit *int          `json:"devices_per_account_limit"`
+	Created                wire.DateTime `json:"created"`
+	ServicesAvailable      bool          `json:"services_available"`
+}
+
+func providerAccount(v service.AccountView) providerAccountJSON {
+	a := v.Account
+	return providerAccountJSON{
+		ID:                     a.ID,
+		Enabled:                a.Enabled,
+		Login:                  a.Login,
+		Fullname:               a.Fullname,
+		Provider:               a.Provider,
+		RemoteCustomField:      a.RemoteCustomField,
+		ContractInfo:           a.ContractInfo,
+		MainAddress:            a.MainAddress,
+		AccountDesc:            a.AccountDesc,
+		RegionTag:              a.RegionTag,
+		DevicesPerAccountLimit: a.DevicesPerAccountLimit,
+		Created:                wire.NewDateTime(a.Created, nil),
+		ServicesAvailable:      v.ServicesAvailable,
+	}
+}
+
+func encodeProviderAccount(v service.AccountView) ([]byte, error) {
+	return json.Marshal(providerAccount(v))
+}
+
+// providerSubscriptionJSON is an account subscription (spec §2.2); stop is
+// null while open-ended.
+type providerSubscriptionJSON struct {
+	ID         int64         `json:"id"`
+	Account    int64         `json:"account"`
+	Start      wire.DateTime `json:"start"`
+	Tarif      int64         `json:"tarif"`
+	Stop       wire.DateTime `json:"stop"`
+	TarifDTO   *struct{}     `json:"tarif_dto"`
+	AccountDTO *struct{}     `json:"account_dto"`
+}
+
+func providerSubscription(s readmodel.Subscription) providerSubscriptionJSON {
+	return providerSubscriptionJSON{
+		ID:      s.ID,
+		Account: s.Account,
+		Start:   wire.NewDateTime(s.Start, nil),
+		Tarif:   s.Tariff,
+		Stop:    wire.NewDateTime(s.Stop, nil), // zero: null
+	}
+}
+
+func encodeProviderSubscription(s readmodel.Subscription) ([]byte, error) {
+	return json.Marshal(providerSubscription(s))
+}
+
+// providerDeviceJSON is a bound device; model is null when the device did
+// not report one.
+type providerDeviceJSON struct {
+	ID       int64         `json:"id"`
+	Account  int64         `json:"account"`
+	Provider int64         `json:"provider"`
+	UniqueID string        `json:"unique_id"`
+	Class    string        `json:"class"`
+	Model    *string       `json:"model"`
+	Created  wire.DateTime `json:"created"`
+}
+
+func providerDevice(d readmodel.Device) providerDeviceJSON {
+	v := providerDeviceJSON{
+		ID:       d.ID,
+		Account:  d.Account,
+		Provider: d.Provider,
+		UniqueID: d.UniqueID,
+		Class:    string(d.Class),
+		Created:  wire.NewDateTime(d.Created, nil),
+	}
+	if d.Model != "" {
+		m := d.Model
+		v.Model = &m
+	}
+	return v
+}
+
+// providerHistoryJSON is one entry of an account's history.
+type providerHistoryJSON struct {
+	Revision  uint64               `json:"revision"`
+	Type      string               `json:"type"`
+	Summary   string               `json:"summary"`
+	Time      wire.DateTime        `json:"time"`
+	Actor     string               `json:"actor"`
+	RequestID string               `json:"request_id"`
+	Changes   []providerChangeJSON `json:"changes"`
+}
+
+// providerChangeJSON is one field of a history entry. A secret field
+// (pin_md5) shows that it changed, with old and new null.
+type providerChangeJSON struct {
+	Field  string `json:"field"`
+	Old    any    `json:"old"`
+	New    any    `json:"new"`
+	Secret bool   `json:"secret,omitempty"`
+}
+
+func providerHistory(e service.HistoryEntry) providerHistoryJSON {
+	v := providerHistoryJSON{
+		Revision:  e.Revision,
+		Type:      e.Type,
+		Summary:   e.Summary,
+		Time:      wire.NewDateTime(e.Time, nil),
+		Actor:     e.Actor,
+		RequestID: e.RequestID,
+		Changes:   make([]providerChangeJSON, 0, len(e.Changes)),
+	}
+	for _, f := range e.Changes {
+		ch := providerChangeJSON{Field: f.Field, Secret: f.Secret}
+		if !f.Secret {
+			ch.Old, ch.New = providerValue(f.Old), providerValue(f.New)
+		}
+		v.Changes = append(v.Changes, ch)
+	}
+	return v
+}
+
+// providerValue puts a history value in its wire form: date-times as the
+// API writes them, device classes as strings.
+func providerValue(v any) any {
+	switch v := v.(type) {
+	case time.Time:
+		return wire.NewDateTime(v, nil)
+	case domain.DeviceClass:
+		return string(v)
+	}
+	return v
+}
+
+// providerFeedJSON is one entry of the change feed.
+type providerFeedJSON struct {
+	Position string        `json:"position"`
+	Entity   string        `json:"entity"`
+	ID       int64         `json:"id"`
+	Account  int64         `json:"account,omitempty"`
+	Type     string        `json:"type"`
+	Time     wire.DateTime `json:"time"`
+}
+
+func providerFeedEntry(ch service.Change) providerFeedJSON {
+	return providerFeedJSON{
+		Position: FormatPosition(ch.Position),
+		Entity:   ch.Entity,
+		ID:       ch.ID,
+		Account:  ch.Account,
+		Type:     ch.Type,
+		Time:     wire.NewDateTime(ch.Time, nil),
+	}
+}
+
+// FormatPosition writes a log position for the change feed: "123" when its
+// commit and prepare parts are equal (always, with the embedded store),
+// else "commit/prepare" (EventStoreDB). Clients treat it as opaque.
+func FormatPosition(p eventstore.Position) string {
+	if p.Commit == p.Prepare {
+		return strconv.FormatUint(p.Commit, 10)
+	}
+	return strconv.FormatUint(p.Commit, 10) + "/" + strconv.FormatUint(p.Prepare, 10)
+}
+
+// errFeedPosition is the field problem of a malformed position.
+var errFeedPosition = errors.New(`must be a position from the change feed, such as "123" or "123/120"`)
+
+// ParsePosition reads what FormatPosition writes; "" and "0" are the
+// beginning of the log.
+func ParsePosition(s string) (eventstore.Position, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return eventstore.Beginning, nil
+	}
+	commit, prepare, split := strings.Cut(s, "/")
+	c, err := strconv.ParseUint(commit, 10, 64)
+	if err != nil {
+		return eventstore.Position{}, errFeedPosition
+	}
+	p := c
+	if split {
+		if p, err = strconv.ParseUint(prepare, 10, 64); err != nil {
+			return eventstore.Position{}, errFeedPosition
+		}
+	}
+	return eventstore.Position{Commit: c, Prepare: p}, nil
+}

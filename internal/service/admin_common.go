@@ -1,0 +1,170 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+	"tvsm/internal/app"
+	"tvsm/projections/readmodel"
+)
+
+// Helpers shared by the Admin API's use cases (providers, tariffs,
+// channels, categories, administrators).
+
+// createdStatus is the status an idempotent create records with its
+// response: the API answers creates with 200 and the whole object.
+const createdStatus = 200
+
+// createOnce runs a create at most once per Idempotency-Key of the caller
+// (app.Executor.Idempotent) and answers with encode's rendering of what it
+// created, as the read model shows it once the write is applied; a retry
+// with the same key gets the recorded rendering. what names the kind of
+// object ("provider"), which keeps keys used on different routes apart;
+// fingerprint stands for the request body (a retry with the same key must
+// carry the same input). do takes its new ids from pins, appends through
+// app.Execute with the ctx it is given, and returns the position of its
+// write and how to read the result back. Without a key do simply runs.
+func createOnce[T any](ctx context.Context, s *Service, c Caller, what, fingerprint string, encode BodyEncoder[T],
+	do func(ctx context.Context, pins *app.Pins) (eventstore.Position, func() (T, error), error)) ([]byte, error) {
+	req := app.IdempotentRequest{
+		Key:   c.IdempotencyKey,
+		Scope: "admin:" + c.Admin + " create " + what,
+		Body:  []byte(fingerprint),
+		Meta:  c.meta(),
+	}
+	_, body, err := s.cfg.Executor.Idempotent(ctx, req, func(ctx context.Context, pins *app.Pins) (int, []byte, error) {
+		pos, read, err := do(ctx, pins)
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := s.written(ctx, pos); err != nil {
+			return 0, nil, err
+		}
+		v, err := read()
+		if err != nil {
+			return 0, nil, err
+		}
+		body, err := encode(v)
+		if err != nil {
+			return 0, nil, fmt.Errorf("service: create %s: encode the answer: %w", what, err)
+		}
+		return createdStatus, body, nil
+	})
+	return body, err
+}
+
+// fingerprintOf is the text an idempotent create hashes as its request: the
+// Go syntax of the decoded input, which tells absent, null and values apart
+// and quotes strings. Inputs are structs of Optional fields (no pointers),
+// so equal inputs always print alike.
+func fingerprintOf(what string, input any) string {
+	return fmt.Sprintf("%s %#v", what, input)
+}
+
+// dryRun decides cmd on the aggregate's initial state, so a create with bad
+// fields fails before it allocates an id or records an Idempotency-Key.
+func dryRun[S, C any](d domain.Decider[S, C], cmd C) error {
+	return dryRunOn(d, d.Initial(), cmd)
+}
+
+// dryRunOn decides cmd on state s and returns only the error: the
+// validation of a command that fails for a reason found outside the domain,
+// so that one answer names every bad field. The Admin API's aggregates do
+// not look at the command time.
+func dryRunOn[S, C any](d domain.Decider[S, C], s S, cmd C) error {
+	_, err := d.Decide(s, cmd, time.Unix(0, 0).UTC())
+	return err
+}
+
+// withProblems adds the field problems found outside the domain (unknown
+// references, scope) to err, a decision's error, so that one answer names
+// every bad field. A field the domain already complained about keeps the
+// domain's problem. Errors other than validation errors win as they are.
+func withProblems(err error, extra map[string]string) error {
+	var v *domain.ValidationError
+	switch {
+	case err == nil && len(extra) == 0:
+		return nil
+	case err == nil:
+		return &domain.ValidationError{Fields: maps.Clone(extra)}
+	case !errors.As(err, &v):
+		return err
+	}
+	fields := maps.Clone(v.Fields)
+	for k, p := range extra {
+		if _, ok := fields[k]; !ok {
+			fields[k] = p
+		}
+	}
+	return &domain.ValidationError{Fields: fields}
+}
+
+// addFieldProblem records problem for field in *m unless it has one.
+func addFieldProblem(m *map[string]string, field, problem string) {
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	if _, ok := (*m)[field]; !ok {
+		(*m)[field] = problem
+	}
+}
+
+// adminListScope is the read model scope of the caller's lists.
+func adminListScope(c Caller) readmodel.Scope {
+	if c.Scope == nil {
+		return readmodel.AllProviders
+	}
+	return readmodel.ProviderScope(*c.Scope)
+}
+
+// listError turns a list query's error into a validation error on "sort"
+// when the sort field is unknown (the HTTP layer checks sort fields first,
+// so this is a safety net), and passes other errors through.
+func listError(err error) error {
+	if errors.Is(err, readmodel.ErrUnknownSortField) {
+		return domain.NewValidationError("sort", err.Error())
+	}
+	return err
+}
+
+// adminNotFound reports that the object what id does not exist.
+func adminNotFound(what string, id any) error {
+	return fmt.Errorf("%s %v: %w", what, id, domain.ErrNotFound)
+}
+
+// missingIDs returns the ids of want that are neither in have nor known to
+// exist: the new references of a list that do not resolve.
+func missingIDs(want, have []int64, exists func(int64) bool) []int64 {
+	var missing []int64
+	for _, id := range want {
+		if id <= 0 || slices.Contains(have, id) || slices.Contains(missing, id) {
+			continue // non-positive ids are the domain's to report
+		}
+		if !exists(id) {
+			missing = append(missing, id)
+		}
+	}
+	return missing
+}
+
+// unknownIDsProblem is the field problem for ids that do not exist.
+func unknownIDsProblem(what string, ids []int64) string {
+	if len(ids) == 1 {
+		return fmt.Sprintf("unknown %s %d", what, ids[0])
+	}
+	return fmt.Sprintf("unknown %ss %v", what, ids)
+}
+
+// later returns the later of two positions.
+func laterPosition(a, b eventstore.Position) eventstore.Position {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

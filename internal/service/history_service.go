@@ -1,0 +1,74 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+)
+
+// HistoryEntry is one change of an account: an event of its stream with
+// who made it, when, in which request, and the fields it changed (values of
+// secret fields withheld: pin_md5 shows only that it changed).
+type HistoryEntry struct {
+	Revision  uint64
+	Type      string
+	Summary   string // "account created", "subscription 7 ended", ...
+	Time      time.Time
+	Actor     string
+	RequestID string
+	Changes   []domain.FieldChange
+}
+
+// AccountHistory returns every change of account id, oldest first, read
+// from its stream in the event store (so it outlives the account: a
+// deleted account's history is still there). It fails with
+// domain.ErrNotFound when the account never existed and ErrForbidden when
+// it belongs to a provider outside the caller's scope.
+func (s *Service) AccountHistory(ctx context.Context, c Caller, id int64) ([]HistoryEntry, error) {
+	stream := domain.AccountStream(id)
+	recs, err := s.cfg.Store.ReadStream(ctx, stream, eventstore.Start, 0)
+	if errors.Is(err, eventstore.ErrStreamNotFound) {
+		return nil, fmt.Errorf("account %d: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := domain.AccountDecider()
+	st := d.Initial()
+	out := make([]HistoryEntry, 0, len(recs))
+	for i, rec := range recs {
+		e, err := s.cfg.Registry.Decode(rec.Type, rec.Data)
+		if err != nil {
+			return nil, fmt.Errorf("%s@%d: %w", stream, rec.Revision, err)
+		}
+		md, err := domain.DecodeMetadata(rec.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("%s@%d: %w", stream, rec.Revision, err)
+		}
+		out = append(out, HistoryEntry{
+			Revision:  rec.Revision,
+			Type:      e.EventType(),
+			Summary:   domain.SummarizeAccountEvent(e),
+			Time:      md.OccurredAt,
+			Actor:     md.Actor.String(),
+			RequestID: md.RequestID,
+			Changes:   st.Diff(e),
+		})
+		st = d.Evolve(st, e)
+		if i == 0 {
+			// The provider is fixed at creation: check the scope as soon as
+			// it is known, before decoding the rest.
+			if st.Provider == 0 {
+				return nil, fmt.Errorf("account %d: %w", id, domain.ErrNotFound)
+			}
+			if err := c.checkScope(st.Provider); err != nil {
+				return nil, fmt.Errorf("account %d: %w", id, err)
+			}
+		}
+	}
+	return out, nil
+}
