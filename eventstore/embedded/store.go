@@ -200,6 +200,18 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from eventstore.R
 	default:
 	}
 	head := s.head.load()
+	// Loading an aggregate that does not exist yet (every create does) is
+	// answered by one bloom-filtered point lookup, without an iterator.
+	last, exists, err := s.streamHead(stream)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: read %q: %w", stream, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("embedded: read %q: %w", stream, eventstore.ErrStreamNotFound)
+	}
+	if start > last {
+		return s.emptyRead(stream, head)
+	}
 	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: streamKey(stream, start), UpperBound: streamUpperBound(stream)})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: read %q: %w", stream, err)
@@ -222,13 +234,23 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from eventstore.R
 		return nil, fmt.Errorf("embedded: read %q: %w", stream, err)
 	}
 	if len(out) == 0 {
-		if exists, err := s.streamExists(stream, head); err != nil {
-			return nil, err
-		} else if !exists {
-			return nil, fmt.Errorf("embedded: read %q: %w", stream, eventstore.ErrStreamNotFound)
-		}
+		return s.emptyRead(stream, head)
 	}
 	return out, nil
+}
+
+// emptyRead answers a read that found no durable event at or after its start:
+// past the end of an existing stream that is an empty result, but a stream
+// whose first event is not yet durable does not exist yet.
+func (s *Store) emptyRead(stream string, head uint64) ([]eventstore.RecordedEvent, error) {
+	exists, err := s.streamExists(stream, head)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: read %q: %w", stream, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("embedded: read %q: %w", stream, eventstore.ErrStreamNotFound)
+	}
+	return nil, nil
 }
 
 func (s *Store) streamExists(stream string, head uint64) (bool, error) {
