@@ -30,7 +30,9 @@ type Options struct {
 	// recently used are evicted; default 10000; negative disables the cache).
 	CacheSize int
 	// IDBlockSize is how many integer ids an IDAllocator reserves per append
-	// to its id stream (default 100).
+	// to its id stream (default 1000). Reserving a block stalls every
+	// allocation of the kind for one durable append, so blocks are large;
+	// the ids of a block left unused when the process stops are skipped.
 	IDBlockSize int
 	// IdempotencyLease is how long one attempt of an idempotent request owns
 	// its key (default 30s). A retry arriving earlier, while the response is
@@ -61,7 +63,7 @@ func (o Options) withDefaults() Options {
 		o.CacheSize = 10000
 	}
 	if o.IDBlockSize <= 0 {
-		o.IDBlockSize = 100
+		o.IDBlockSize = 1000
 	}
 	if o.IdempotencyLease <= 0 {
 		o.IdempotencyLease = 30 * time.Second
