@@ -28,9 +28,6 @@ func typicalHistory(id int64) []domain.Event {
 // TestAccountFootprint keeps the state of a typical account well under the
 // read model's budget of about 1 KB per account.
 func TestAccountFootprint(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("measures the heap")
-	}
 	const n = 20000
 	d := domain.AccountDecider()
 	r := eventRegistry()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -43,27 +42,10 @@ func newTestServer(t *testing.T, ready ReadinessFunc, extra func(*gin.Engine)) *
 	return &testServer{Server: srv, logs: logs}
 }
 
-// get performs a GET with optional headers (pairs) and returns the response
-// and its body.
+// get performs a GET with optional headers (pairs).
 func (s *testServer) get(t *testing.T, path string, headers ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, s.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := s.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, body
+	return s.do(t, http.MethodGet, path, nil, headers...)
 }
 
 // decodeJSON decodes body into a generic map, failing the test on bad JSON.

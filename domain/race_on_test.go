@@ -1,6 +1,0 @@
-//go:build race
-
-package domain_test
-
-// raceEnabled skips heap measurements, which the race detector inflates.
-const raceEnabled = true
