@@ -1,0 +1,176 @@
+package wsgateway
+
+import (
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Conn is one device connection. It is created by Hub.Upgrade and owns a
+// reader and a writer goroutine; all socket writes go through the writer.
+type Conn struct {
+	hub      *Hub
+	ws       *websocket.Conn
+	deviceID int64
+
+	q          queue
+	wake       chan struct{} // capacity 1: the queue has messages
+	done       chan struct{} // closed when the connection must end
+	readerDone chan struct{} // closed when the reader goroutine returned
+	closeOnce  sync.Once
+	reason     CloseReason // set once before done is closed
+}
+
+// newConn wraps an upgraded socket.
+func newConn(h *Hub, ws *websocket.Conn, deviceID int64) *Conn {
+	return &Conn{
+		hub:        h,
+		ws:         ws,
+		deviceID:   deviceID,
+		wake:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		readerDone: make(chan struct{}),
+	}
+}
+
+// DeviceID returns the id of the connected device.
+func (c *Conn) DeviceID() int64 { return c.deviceID }
+
+// Send queues msg without blocking and reports whether it was taken. When the
+// queue is full the connection is closed as a slow consumer.
+func (c *Conn) Send(msg []byte) bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	if !c.q.push(msg, c.hub.opts.QueueSize) {
+		c.close(ReasonSlowConsumer)
+		return false
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// close asks the connection to end for reason r and unregisters it at once,
+// so no more messages are routed to it. Only the first reason counts.
+func (c *Conn) close(r CloseReason) {
+	c.closeOnce.Do(func() {
+		c.reason = r
+		close(c.done)
+		c.hub.Unregister(c)
+	})
+}
+
+// start launches the pumps. The caller (an HTTP handler) may return at once,
+// so memory it references can be collected.
+func (c *Conn) start() {
+	go c.writePump()
+	go c.readPump()
+}
+
+// readPump reads device messages until the socket fails.
+func (c *Conn) readPump() {
+	defer close(c.readerDone)
+	o := &c.hub.opts
+	c.ws.SetReadLimit(o.ReadLimit)
+	extend := func() { _ = c.ws.SetReadDeadline(time.Now().Add(o.PongWait)) }
+	extend()
+	c.ws.SetPongHandler(func(string) error { extend(); return nil })
+	bad := 0
+	for {
+		kind, data, err := c.ws.ReadMessage()
+		if err != nil {
+			c.close(readReason(err))
+			return
+		}
+		extend()
+		m, err := ParseDeviceMessage(data)
+		if kind != websocket.TextMessage || err != nil {
+			c.hub.stats.bad.Add(1)
+			bad++
+			if o.MaxBadMessages > 0 && bad >= o.MaxBadMessages {
+				c.close(ReasonBadMessages)
+				return
+			}
+			continue
+		}
+		if o.OnMessage != nil {
+			o.OnMessage(c.deviceID, m)
+		}
+	}
+}
+
+// writePump writes queued messages and pings until the connection is closed,
+// then tears it down.
+func (c *Conn) writePump() {
+	ping := time.NewTicker(c.hub.opts.PingPeriod)
+	defer ping.Stop()
+	for {
+		select {
+		case <-c.done:
+			c.finish()
+			return
+		case <-c.wake:
+			c.flush()
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, c.deadline()); err != nil {
+				c.close(ReasonWriteError)
+			}
+		}
+	}
+}
+
+// deadline returns the deadline for a write starting now.
+func (c *Conn) deadline() time.Time { return time.Now().Add(c.hub.opts.WriteWait) }
+
+// flush writes queued messages until the queue is empty or the connection is
+// closing.
+func (c *Conn) flush() {
+	for {
+		select {
+		case <-c.done:
+			return
+		default:
+		}
+		msg, ok := c.q.pop()
+		if !ok {
+			return
+		}
+		_ = c.ws.SetWriteDeadline(c.deadline())
+		if err := c.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
+			c.close(ReasonWriteError)
+			return
+		}
+		c.hub.stats.sent.Add(1)
+	}
+}
+
+// finish sends the close frame for a server-initiated close, waits briefly
+// for the device's reply, closes the socket, waits for the reader and reports
+// the end.
+func (c *Conn) finish() {
+	o := &c.hub.opts
+	if code, text, ok := c.reason.closeFrame(); ok {
+		err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), c.deadline())
+		if err == nil {
+			t := time.NewTimer(o.CloseGrace)
+			select {
+			case <-c.readerDone:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
+	_ = c.ws.Close()
+	<-c.readerDone
+	c.hub.stats.closed(c.reason)
+	if o.OnClose != nil {
+		o.OnClose(c.deviceID, c.reason)
+	}
+	c.hub.pumps.Done()
+}

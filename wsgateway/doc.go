@@ -1,0 +1,34 @@
+// Package wsgateway is the websocket transport between tvsm and connected
+// devices (set-top boxes, TVs, phones).
+//
+// A Hub is a sharded registry of device connections. Each Conn owns exactly
+// two goroutines: a reader, which parses device messages and hands them to
+// Options.OnMessage, and a writer, through which every write goes (gorilla
+// allows one concurrent reader and one concurrent writer). Sends never block:
+// a message is appended to a bounded per-connection queue, and a device whose
+// queue is full is disconnected as a slow consumer.
+//
+// Protocol (DESIGN.md §5). Server → device, one text message per command:
+//
+//	{"type":"command","id":"<delivery id>","command":{...}}
+//
+// Device → server:
+//
+//	{"type":"ack","id":"..."}      on receipt
+//	{"type":"confirm","id":"..."}  when the user confirms
+//
+// Close codes sent by the server:
+//
+//	1001 going away      server shutdown
+//	1008 policy          too many invalid device messages (Options.MaxBadMessages)
+//	1009 too big         a device message exceeded Options.ReadLimit
+//	1013 try again later slow consumer (send queue overflowed)
+//	4001 replaced        a newer connection of the same device took over
+//
+// One connection per device: when a device connects again while its previous
+// connection is still registered (reconnect race, half-open TCP), the newer
+// connection replaces the older one, which is closed with code 4001.
+//
+// Authentication is not done here: the caller authenticates the request and
+// passes the device id to Hub.Upgrade.
+package wsgateway

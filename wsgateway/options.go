@@ -1,0 +1,92 @@
+package wsgateway
+
+import (
+	"net/http"
+	"time"
+)
+
+// Default values used by Options for zero fields.
+const (
+	DefaultQueueSize       = 64
+	DefaultReadLimit       = 4 << 10
+	DefaultPongWait        = 60 * time.Second
+	DefaultPingPeriod      = 54 * time.Second
+	DefaultWriteWait       = 10 * time.Second
+	DefaultCloseGrace      = time.Second
+	DefaultMaxBadMessages  = 8
+	DefaultReadBufferSize  = 512
+	DefaultWriteBufferSize = 1024
+)
+
+// Options configures a Hub. Zero fields take the Default* values.
+type Options struct {
+	// QueueSize is the number of messages a connection may have waiting for
+	// the writer; when exceeded the connection is closed as a slow consumer.
+	QueueSize int
+	// ReadLimit is the largest device message accepted, in bytes; a larger
+	// one closes the connection with 1009.
+	ReadLimit int64
+	// PongWait is how long the connection may stay silent (no message and no
+	// pong) before it is dropped as dead.
+	PongWait time.Duration
+	// PingPeriod is how often pings are sent; it must be below PongWait and
+	// is lowered to 9/10 of PongWait otherwise.
+	PingPeriod time.Duration
+	// WriteWait bounds every single write, including control frames.
+	WriteWait time.Duration
+	// CloseGrace is how long the server waits for the device's close frame
+	// after sending its own before closing the TCP connection.
+	CloseGrace time.Duration
+	// MaxBadMessages is the number of invalid device messages tolerated per
+	// connection; the one reaching it closes the connection with 1008.
+	// Negative means invalid messages are only counted and ignored.
+	MaxBadMessages int
+	// ReadBufferSize and WriteBufferSize size gorilla's I/O buffers. The
+	// write buffer is pooled, so idle connections do not hold one.
+	ReadBufferSize, WriteBufferSize int
+	// CheckOrigin is passed to the websocket.Upgrader; nil means gorilla's
+	// same-origin check (requests without an Origin header are accepted).
+	CheckOrigin func(r *http.Request) bool
+	// OnMessage receives every valid device message. It runs on the
+	// connection's reader goroutine and must not block for long; it may
+	// still be called while a server-initiated close waits for the device.
+	OnMessage func(deviceID int64, m DeviceMessage)
+	// OnClose is called once per connection after both of its goroutines have
+	// finished with the socket. It runs on the writer goroutine.
+	OnClose func(deviceID int64, reason CloseReason)
+}
+
+// withDefaults returns o with zero fields replaced by defaults.
+func (o Options) withDefaults() Options {
+	if o.QueueSize <= 0 {
+		o.QueueSize = DefaultQueueSize
+	}
+	if o.ReadLimit <= 0 {
+		o.ReadLimit = DefaultReadLimit
+	}
+	if o.PongWait <= 0 {
+		o.PongWait = DefaultPongWait
+	}
+	if o.PingPeriod <= 0 {
+		o.PingPeriod = DefaultPingPeriod
+	}
+	if o.PingPeriod >= o.PongWait {
+		o.PingPeriod = o.PongWait * 9 / 10
+	}
+	if o.WriteWait <= 0 {
+		o.WriteWait = DefaultWriteWait
+	}
+	if o.CloseGrace <= 0 {
+		o.CloseGrace = DefaultCloseGrace
+	}
+	if o.MaxBadMessages == 0 {
+		o.MaxBadMessages = DefaultMaxBadMessages
+	}
+	if o.ReadBufferSize <= 0 {
+		o.ReadBufferSize = DefaultReadBufferSize
+	}
+	if o.WriteBufferSize <= 0 {
+		o.WriteBufferSize = DefaultWriteBufferSize
+	}
+	return o
+}

@@ -1,0 +1,80 @@
+package wsgateway
+
+import (
+	"errors"
+	"net"
+
+	"github.com/gorilla/websocket"
+)
+
+// CloseReason says why a connection ended.
+type CloseReason int
+
+// Close reasons reported to Options.OnClose.
+const (
+	ReasonClientClosed  CloseReason = iota + 1 // the device sent a close frame
+	ReasonReadError                            // the socket failed or reached EOF without a close frame
+	ReasonTimeout                              // no message or pong within PongWait (dead peer)
+	ReasonMessageTooBig                        // a device message exceeded ReadLimit
+	ReasonBadMessages                          // MaxBadMessages invalid messages
+	ReasonWriteError                           // a write failed or timed out
+	ReasonSlowConsumer                         // the send queue overflowed
+	ReasonReplaced                             // a newer connection of the same device took over
+	ReasonShutdown                             // the hub was shut down
+)
+
+var reasonNames = [...]string{
+	ReasonClientClosed:  "client_closed",
+	ReasonReadError:     "read_error",
+	ReasonTimeout:       "timeout",
+	ReasonMessageTooBig: "message_too_big",
+	ReasonBadMessages:   "bad_messages",
+	ReasonWriteError:    "write_error",
+	ReasonSlowConsumer:  "slow_consumer",
+	ReasonReplaced:      "replaced",
+	ReasonShutdown:      "shutdown",
+}
+
+// String returns a stable snake_case name usable as a metric label.
+func (r CloseReason) String() string {
+	if r > 0 && int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// CloseReplaced is the close code sent to a connection replaced by a newer
+// connection of the same device.
+const CloseReplaced = 4001
+
+// closeFrame returns the close frame the server sends for a reason it
+// initiated; ok is false when no frame is to be sent (the peer is gone or
+// gorilla already sent one).
+func (r CloseReason) closeFrame() (code int, text string, ok bool) {
+	switch r {
+	case ReasonShutdown:
+		return websocket.CloseGoingAway, "server shutdown", true
+	case ReasonReplaced:
+		return CloseReplaced, "replaced by a newer connection", true
+	case ReasonSlowConsumer:
+		return websocket.CloseTryAgainLater, "slow consumer", true
+	case ReasonBadMessages:
+		return websocket.ClosePolicyViolation, "invalid messages", true
+	}
+	return 0, "", false
+}
+
+// readReason classifies an error returned by ReadMessage.
+func readReason(err error) CloseReason {
+	var ce *websocket.CloseError
+	var ne net.Error
+	switch {
+	case errors.As(err, &ce):
+		return ReasonClientClosed
+	case errors.Is(err, websocket.ErrReadLimit):
+		return ReasonMessageTooBig
+	case errors.As(err, &ne) && ne.Timeout():
+		return ReasonTimeout
+	}
+	return ReasonReadError
+}

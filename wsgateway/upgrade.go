@@ -1,0 +1,38 @@
+package wsgateway
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gorilla/websocket"
+)
+
+// ErrClosed is returned by Upgrade once the hub is shutting down.
+var ErrClosed = errors.New("wsgateway: hub closed")
+
+// Upgrade upgrades the request to a websocket for an already authenticated
+// device, registers the connection (replacing an older one of the same
+// device) and starts its goroutines. It returns as soon as the connection is
+// running, so the HTTP handler and what it references can be collected. On
+// failure a HTTP error response has been written (503 after shutdown).
+func (h *Hub) Upgrade(w http.ResponseWriter, r *http.Request, deviceID int64) error {
+	if h.closing.Load() {
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return ErrClosed
+	}
+	ws, err := h.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return fmt.Errorf("wsgateway: upgrade device %d: %w", deviceID, err)
+	}
+	c := newConn(h, ws, deviceID)
+	if !h.add(c) {
+		// Shut down between the check and the upgrade: say goodbye inline.
+		code, text, _ := ReasonShutdown.closeFrame()
+		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), c.deadline())
+		_ = ws.Close()
+		return ErrClosed
+	}
+	c.start()
+	return nil
+}
