@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -153,11 +152,7 @@ func (r adminResource[T, F]) mount(g *gin.RouterGroup) {
 }
 
 func (r adminResource[T, F]) handleList(c *gin.Context) {
-	caller, err := adminCaller(c)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
+	caller := callerOf(c)
 	q, err := ParseListQuery(c, r.spec)
 	if err != nil {
 		WriteError(c, err)
@@ -178,11 +173,7 @@ func (r adminResource[T, F]) handleList(c *gin.Context) {
 }
 
 func (r adminResource[T, F]) handleGet(c *gin.Context) {
-	caller, err := adminCaller(c)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
+	caller := callerOf(c)
 	id, err := adminPathID(c)
 	if err != nil {
 		WriteError(c, err)
@@ -198,11 +189,7 @@ func (r adminResource[T, F]) handleGet(c *gin.Context) {
 
 // handlePost creates an object, or updates the one its "id" names.
 func (r adminResource[T, F]) handlePost(c *gin.Context) {
-	caller, err := adminCaller(c)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
+	caller := callerOf(c)
 	obj, err := ReadObject(c, wire.DecodeOptions{})
 	if err != nil {
 		WriteError(c, err)
@@ -235,11 +222,7 @@ func (r adminResource[T, F]) handlePost(c *gin.Context) {
 // handlePut updates the object the path names; an "id" in the body must
 // name the same one.
 func (r adminResource[T, F]) handlePut(c *gin.Context) {
-	caller, err := adminCaller(c)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
+	caller := callerOf(c)
 	caller.IdempotencyKey = ""
 	id, err := adminPathID(c)
 	if err != nil {
@@ -268,11 +251,7 @@ func (r adminResource[T, F]) handlePut(c *gin.Context) {
 }
 
 func (r adminResource[T, F]) handleDelete(c *gin.Context) {
-	caller, err := adminCaller(c)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
+	caller := callerOf(c)
 	id, err := adminPathID(c)
 	if err != nil {
 		WriteError(c, err)
@@ -289,11 +268,7 @@ func (r adminResource[T, F]) handleDelete(c *gin.Context) {
 // mountAdminAdmins adds /admins, whose objects are keyed by login.
 func mountAdminAdmins(g *gin.RouterGroup, svc AdminService) {
 	g.GET("/admins", func(c *gin.Context) {
-		caller, err := adminCaller(c)
-		if err != nil {
-			WriteError(c, err)
-			return
-		}
+		caller := callerOf(c)
 		q, err := ParseListQuery(c, ListSpec{Sort: readmodel.AdminSortFields, Filters: map[string]FilterType{"provider": FilterInt}})
 		if err != nil {
 			WriteError(c, err)
@@ -321,11 +296,7 @@ func mountAdminAdmins(g *gin.RouterGroup, svc AdminService) {
 		})
 	})
 	g.GET("/admins/:login", func(c *gin.Context) {
-		caller, err := adminCaller(c)
-		if err != nil {
-			WriteError(c, err)
-			return
-		}
+		caller := callerOf(c)
 		a, err := svc.Admin(c.Request.Context(), caller, c.Param("login"))
 		if err != nil {
 			WriteError(c, err)
@@ -334,11 +305,7 @@ func mountAdminAdmins(g *gin.RouterGroup, svc AdminService) {
 		c.JSON(http.StatusOK, adminAdminView(a))
 	})
 	g.POST("/admins", func(c *gin.Context) {
-		caller, err := adminCaller(c)
-		if err != nil {
-			WriteError(c, err)
-			return
-		}
+		caller := callerOf(c)
 		obj, err := ReadObject(c, wire.DecodeOptions{})
 		if err != nil {
 			WriteError(c, err)
@@ -359,11 +326,7 @@ func mountAdminAdmins(g *gin.RouterGroup, svc AdminService) {
 		c.Data(http.StatusOK, "application/json; charset=utf-8", body)
 	})
 	updateAdmin := func(c *gin.Context) {
-		caller, err := adminCaller(c)
-		if err != nil {
-			WriteError(c, err)
-			return
-		}
+		caller := callerOf(c)
 		caller.IdempotencyKey = ""
 		login := c.Param("login")
 		obj, err := ReadObject(c, wire.DecodeOptions{})
@@ -389,11 +352,7 @@ func mountAdminAdmins(g *gin.RouterGroup, svc AdminService) {
 	g.PUT("/admins/:login", updateAdmin)
 	g.POST("/admins/:login", updateAdmin)
 	g.DELETE("/admins/:login", func(c *gin.Context) {
-		caller, err := adminCaller(c)
-		if err != nil {
-			WriteError(c, err)
-			return
-		}
+		caller := callerOf(c)
 		a, err := svc.DeleteAdmin(c.Request.Context(), caller, c.Param("login"))
 		if err != nil {
 			WriteError(c, err)
@@ -401,23 +360,6 @@ func mountAdminAdmins(g *gin.RouterGroup, svc AdminService) {
 		}
 		c.JSON(http.StatusOK, adminAdminView(a))
 	})
-}
-
-// adminIdempotencyHeader names a POST create, so that a retry creates once.
-const adminIdempotencyHeader = "Idempotency-Key"
-
-// adminCaller is the service's view of the request: the authenticated
-// admin, its scope, the request id and the Idempotency-Key of a POST.
-func adminCaller(c *gin.Context) (service.Caller, error) {
-	p, ok := CurrentPrincipal(c)
-	if !ok {
-		return service.Caller{}, Unauthorized("authentication required")
-	}
-	caller := service.Caller{Admin: p.Login, Scope: p.Provider, RequestID: RequestID(c.Request.Context())}
-	if c.Request.Method == http.MethodPost {
-		caller.IdempotencyKey = strings.TrimSpace(c.GetHeader(adminIdempotencyHeader))
-	}
-	return caller, nil
 }
 
 // adminPathID parses the :id of the path: 400 naming "id" when it is not an

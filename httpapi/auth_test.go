@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"tvsm/internal/testutil"
 
 	"github.com/gin-gonic/gin"
 	"golang.org/x/crypto/bcrypt"
@@ -64,24 +65,6 @@ func basic(login, password string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(login+":"+password))
 }
 
-// fakeClock is a settable clock for cache expiry.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // authServer serves /api/whoami and /api/providers/:id behind BasicAuth.
 func authServer(t *testing.T, auth Authenticator) *testServer {
 	return newTestServer(t, nil, func(e *gin.Engine) {
@@ -119,7 +102,7 @@ func authServer(t *testing.T, auth Authenticator) *testServer {
 
 func TestBasicAuth(t *testing.T) {
 	store := newAdminStore(t)
-	clock := &fakeClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	clock := testutil.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	auth := NewBcryptAuthenticator(store.lookup, BcryptOptions{DummyCost: bcrypt.MinCost, Now: clock.Now, CacheTTL: time.Minute})
 	srv := authServer(t, auth)
 

@@ -39,7 +39,7 @@ func (h *providerHandlers) listAccounts(c *gin.Context) {
 		WriteError(c, ValidationFailed(bad))
 		return
 	}
-	l, err := h.svc.ListAccounts(c.Request.Context(), providerCaller(c), aq)
+	l, err := h.svc.ListAccounts(c.Request.Context(), callerOf(c), aq)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -70,7 +70,7 @@ func (h *providerHandlers) getAccount(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	a, err := h.svc.Account(c.Request.Context(), providerCaller(c), id)
+	a, err := h.svc.Account(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -106,7 +106,7 @@ func (h *providerHandlers) writeAccount(c *gin.Context, pathID int64) {
 		WriteError(c, err)
 		return
 	}
-	caller := providerCaller(c)
+	caller := callerOf(c)
 	if update {
 		a, err := h.svc.UpdateAccount(c.Request.Context(), caller, id, in)
 		if err != nil {
@@ -153,7 +153,7 @@ func (h *providerHandlers) deleteAccount(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	a, err := h.svc.DeleteAccount(c.Request.Context(), providerCaller(c), id)
+	a, err := h.svc.DeleteAccount(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -169,7 +169,7 @@ func (h *providerHandlers) accountHistory(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	entries, err := h.svc.AccountHistory(c.Request.Context(), providerCaller(c), id)
+	entries, err := h.svc.AccountHistory(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return

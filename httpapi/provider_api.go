@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -39,10 +38,6 @@ type ProviderService interface {
 
 	Changes(ctx context.Context, c service.Caller, after eventstore.Position, limit int) (service.ChangePage, error)
 }
-
-// providerIdempotencyHeader names a POST create so that its retries
-// happen once.
-const providerIdempotencyHeader = "Idempotency-Key"
 
 // mountProvider adds the Provider API's routes to g (/api/provider, behind
 // Basic authentication).
@@ -90,17 +85,6 @@ func mountProvider(g *gin.RouterGroup, svc ProviderService) {
 // providerHandlers are the Provider API's handlers.
 type providerHandlers struct {
 	svc ProviderService
-}
-
-// providerCaller is who makes the request, as the service sees it.
-func providerCaller(c *gin.Context) service.Caller {
-	p, _ := CurrentPrincipal(c)
-	return service.Caller{
-		Admin:          p.Login,
-		Scope:          p.Provider,
-		RequestID:      RequestID(c.Request.Context()),
-		IdempotencyKey: strings.TrimSpace(c.GetHeader(providerIdempotencyHeader)),
-	}
 }
 
 // providerPathID parses the {id} of a route: 400 naming id when it is not

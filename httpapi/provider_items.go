@@ -38,7 +38,7 @@ func (h *providerHandlers) listSubscriptions(c *gin.Context) {
 		WriteError(c, ValidationFailed(bad))
 		return
 	}
-	l, err := h.svc.ListSubscriptions(c.Request.Context(), providerCaller(c), sq)
+	l, err := h.svc.ListSubscriptions(c.Request.Context(), callerOf(c), sq)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -58,7 +58,7 @@ func (h *providerHandlers) getSubscription(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	s, err := h.svc.Subscription(c.Request.Context(), providerCaller(c), id)
+	s, err := h.svc.Subscription(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -101,7 +101,7 @@ func (h *providerHandlers) writeSubscription(c *gin.Context, pathID int64) {
 		WriteError(c, err)
 		return
 	}
-	caller := providerCaller(c)
+	caller := callerOf(c)
 	if update {
 		s, err := h.svc.UpdateSubscription(c.Request.Context(), caller, id, in)
 		if err != nil {
@@ -125,7 +125,7 @@ func (h *providerHandlers) deleteSubscription(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	s, err := h.svc.DeleteSubscription(c.Request.Context(), providerCaller(c), id)
+	s, err := h.svc.DeleteSubscription(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -160,7 +160,7 @@ func (h *providerHandlers) listDevices(c *gin.Context) {
 		WriteError(c, ValidationFailed(bad))
 		return
 	}
-	l, err := h.svc.ListDevices(c.Request.Context(), providerCaller(c), dq)
+	l, err := h.svc.ListDevices(c.Request.Context(), callerOf(c), dq)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -180,7 +180,7 @@ func (h *providerHandlers) getDevice(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	d, err := h.svc.Device(c.Request.Context(), providerCaller(c), id)
+	d, err := h.svc.Device(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -195,7 +195,7 @@ func (h *providerHandlers) deleteDevice(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	d, err := h.svc.UnbindDevice(c.Request.Context(), providerCaller(c), id)
+	d, err := h.svc.UnbindDevice(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -229,7 +229,7 @@ func (h *providerHandlers) changes(c *gin.Context) {
 		WriteError(c, ValidationFailed(bad))
 		return
 	}
-	page, err := h.svc.Changes(c.Request.Context(), providerCaller(c), after, limit)
+	page, err := h.svc.Changes(c.Request.Context(), callerOf(c), after, limit)
 	if err != nil {
 		WriteError(c, err)
 		return

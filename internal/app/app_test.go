@@ -10,6 +10,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
+	"tvsm/internal/testutil"
 )
 
 // The tests use a tiny counter aggregate instead of the real ones.
@@ -100,35 +101,13 @@ func newRegistry() *domain.Registry {
 	return r
 }
 
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // env is a real embedded store in a temporary directory with a registry.
 type env struct {
 	t     testing.TB
 	ctx   context.Context
 	store *embedded.Store
 	reg   *domain.Registry
-	clock *fakeClock
+	clock *testutil.Clock
 }
 
 func newEnv(t testing.TB) *env {
@@ -138,7 +117,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return &env{t: t, ctx: context.Background(), store: s, reg: newRegistry(), clock: newClock()}
+	return &env{t: t, ctx: context.Background(), store: s, reg: newRegistry(), clock: testutil.NewClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))}
 }
 
 // executor returns a new Executor (a new "node") over store, with the env's

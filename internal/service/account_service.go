@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -28,17 +27,17 @@ const (
 // fields present; null on a non-nullable field means "unchanged", as sync
 // jobs re-send pin_md5: null as the API returns it.
 type AccountInput struct {
-	Enabled                domain.Optional[bool]   `json:"enabled,omitzero"`
-	Login                  domain.Optional[string] `json:"login,omitzero"`
+	Enabled                domain.Optional[bool]
+	Login                  domain.Optional[string]
 	PinMD5                 domain.Optional[string] `json:"pin_md5,omitzero"`
-	Fullname               domain.Optional[string] `json:"fullname,omitzero"`
-	Provider               domain.Optional[int64]  `json:"provider,omitzero"`
-	RemoteCustomField      domain.Optional[string] `json:"remote_custom_field,omitzero"`
-	ContractInfo           domain.Optional[string] `json:"contract_info,omitzero"`
-	MainAddress            domain.Optional[string] `json:"main_address,omitzero"`
-	AccountDesc            domain.Optional[string] `json:"account_desc,omitzero"`
-	RegionTag              domain.Optional[string] `json:"region_tag,omitzero"`
-	DevicesPerAccountLimit domain.Optional[int64]  `json:"devices_per_account_limit,omitzero"`
+	Fullname               domain.Optional[string]
+	Provider               domain.Optional[int64]
+	RemoteCustomField      domain.Optional[string]
+	ContractInfo           domain.Optional[string]
+	MainAddress            domain.Optional[string]
+	AccountDesc            domain.Optional[string]
+	RegionTag              domain.Optional[string]
+	DevicesPerAccountLimit domain.Optional[int64]
 }
 
 // AccountView is an account as the Provider API shows it: the read model's
@@ -145,34 +144,19 @@ func (s *Service) CreateAccount(ctx context.Context, c Caller, in AccountInput, 
 		return nil, domain.NewValidationError("provider", papiUnknown)
 	}
 
-	req, err := s.papiIdempotent(c, "POST /api/provider/accounts", in)
-	if err != nil {
-		return nil, err
-	}
-	_, body, err := s.cfg.Executor.Idempotent(ctx, req, func(ctx context.Context, pins *app.Pins) (int, []byte, error) {
-		id, err := pins.ID(ctx, "account")
-		if err != nil {
-			return 0, nil, err
-		}
-		cmd.ID = id
-		res, err := s.createAccountReserved(ctx, c, cmd)
-		if err != nil {
-			return 0, nil, err
-		}
-		if err := s.written(ctx, res.Position); err != nil {
-			return 0, nil, err
-		}
-		a, ok := s.cfg.Model.Account(id)
-		if !ok { // deleted meanwhile by someone else
-			return 0, nil, fmt.Errorf("account %d: %w", id, domain.ErrNotFound)
-		}
-		body, err := encode(s.viewAccount(a, s.now()))
-		if err != nil {
-			return 0, nil, err
-		}
-		return 200, body, nil
-	})
-	return body, err
+	return createOnce(ctx, s, c, "account", fingerprintOf("account", in), encode,
+		func(ctx context.Context, pins *app.Pins) (eventstore.Position, func() (AccountView, error), error) {
+			id, err := pins.ID(ctx, "account")
+			if err != nil {
+				return eventstore.Position{}, nil, err
+			}
+			cmd.ID = id
+			res, err := s.createAccountReserved(ctx, c, cmd)
+			if err != nil {
+				return eventstore.Position{}, nil, err
+			}
+			return res.Position, func() (AccountView, error) { return s.accountNow(id) }, nil
+		})
 }
 
 // createAccountReserved reserves the login for the new account, creates it, and
@@ -286,13 +270,7 @@ func (s *Service) UpdateAccount(ctx context.Context, c Caller, id int64, in Acco
 	// The login the decision replaced, seen by the decision itself rather
 	// than by the read model, which may lag behind another node.
 	oldLogin := cur.Login
-	d := domain.AccountDecider()
-	decide := d.Decide
-	d.Decide = func(st domain.Account, cmd domain.AccountCommand, now time.Time) ([]domain.Event, error) {
-		oldLogin = st.Login
-		return decide(st, cmd, now)
-	}
-	res, err := app.Execute(ctx, s.cfg.Executor, domain.AccountStream(id), d, domain.AccountCommand(cmd), c.meta())
+	res, err := app.Execute(ctx, s.cfg.Executor, domain.AccountStream(id), loginSeenBy(&oldLogin), domain.AccountCommand(cmd), c.meta())
 	if err != nil {
 		if changing {
 			s.releaseAccountLogin(ctx, c, loginStream, owner)
@@ -310,6 +288,12 @@ func (s *Service) accountAfter(ctx context.Context, id int64, pos eventstore.Pos
 	if err := s.written(ctx, pos); err != nil {
 		return AccountView{}, err
 	}
+	return s.accountNow(id)
+}
+
+// accountNow returns account id as the read model shows it now (ErrNotFound
+// when someone deleted it meanwhile).
+func (s *Service) accountNow(id int64) (AccountView, error) {
 	a, ok := s.cfg.Model.Account(id)
 	if !ok {
 		return AccountView{}, fmt.Errorf("account %d: %w", id, domain.ErrNotFound)
@@ -326,12 +310,7 @@ func (s *Service) DeleteAccount(ctx context.Context, c Caller, id int64) (Accoun
 	}
 	view := s.viewAccount(cur, s.now())
 	login := cur.Login
-	d := domain.AccountDecider()
-	decide := d.Decide
-	d.Decide = func(st domain.Account, cmd domain.AccountCommand, now time.Time) ([]domain.Event, error) {
-		login = st.Login
-		return decide(st, cmd, now)
-	}
+	d := loginSeenBy(&login)
 	owner := domain.AccountStream(id)
 	res, err := app.Execute(ctx, s.cfg.Executor, owner, d, domain.AccountCommand(domain.DeleteAccount{ID: id}), c.meta())
 	if err != nil {
@@ -343,24 +322,6 @@ func (s *Service) DeleteAccount(ctx context.Context, c Caller, id int64) (Accoun
 	}
 	view.ServicesAvailable = false
 	return view, nil
-}
-
-// papiIdempotent builds the app.IdempotentRequest of a create. The key space is
-// the admin's and the route's; the request is identified by the canonical
-// JSON of its input, so a retry that re-encodes the same body differently
-// (spacing, key order) is still the same request.
-func (s *Service) papiIdempotent(c Caller, route string, in any) (app.IdempotentRequest, error) {
-	req := app.IdempotentRequest{Key: c.IdempotencyKey, Meta: c.meta()}
-	if c.IdempotencyKey == "" {
-		return req, nil
-	}
-	body, err := json.Marshal(in)
-	if err != nil {
-		return app.IdempotentRequest{}, fmt.Errorf("service: encode request for its idempotency key: %w", err)
-	}
-	req.Scope = "admin:" + c.Admin + " " + route
-	req.Body = body
-	return req, nil
 }
 
 // papiScope is the read model scope of the caller's lists.
@@ -409,4 +370,17 @@ func papiClampLimit(v int64) int {
 		return -1
 	}
 	return int(v)
+}
+
+// loginSeenBy is the account decider, recording in *login the login of the
+// state each decision is made on: the login a change replaced, as the
+// stream (not the possibly lagging read model) had it.
+func loginSeenBy(login *string) domain.Decider[domain.Account, domain.AccountCommand] {
+	d := domain.AccountDecider()
+	decide := d.Decide
+	d.Decide = func(st domain.Account, cmd domain.AccountCommand, now time.Time) ([]domain.Event, error) {
+		*login = st.Login
+		return decide(st, cmd, now)
+	}
+	return d
 }

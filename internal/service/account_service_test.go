@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,26 +12,9 @@ import (
 	"tvsm/internal/app"
 	"tvsm/internal/node/nodetest"
 	"tvsm/internal/service"
+	"tvsm/internal/testutil"
 	"tvsm/projections/readmodel"
 )
-
-// testClock is a settable clock for the node's executor.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 var root = service.Caller{Admin: nodetest.SuperLogin, RequestID: "test"}
 
@@ -130,7 +112,7 @@ func TestLoginReservationFollowsTheAccount(t *testing.T) {
 }
 
 func TestCreateAccountTakesOverAnOrphanedReservation(t *testing.T) {
-	clock := &testClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	clock := testutil.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	env := nodetest.StartWith(t, nodetest.Options{Clock: clock.Now})
 	svc := env.Node.Service
 	p := provider(t, env, "Acme")

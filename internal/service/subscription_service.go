@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"tvsm/domain"
+	"tvsm/eventstore"
 	"tvsm/internal/app"
 	"tvsm/projections/readmodel"
 )
@@ -16,10 +17,10 @@ import (
 // value ends the subscription, a null Stop reopens it. Account may be
 // re-sent on an update but cannot change.
 type SubscriptionInput struct {
-	Account domain.Optional[int64]     `json:"account,omitzero"`
-	Tariff  domain.Optional[int64]     `json:"tarif,omitzero"`
-	Start   domain.Optional[time.Time] `json:"start,omitzero"`
-	Stop    domain.Optional[time.Time] `json:"stop,omitzero"`
+	Account domain.Optional[int64]
+	Tariff  domain.Optional[int64]
+	Start   domain.Optional[time.Time]
+	Stop    domain.Optional[time.Time]
 }
 
 // ListSubscriptions returns the subscriptions q selects within the
@@ -79,31 +80,19 @@ func (s *Service) CreateSubscription(ctx context.Context, c Caller, in Subscript
 		return nil, err
 	}
 
-	req, err := s.papiIdempotent(c, "POST /api/provider/account_subscriptions", in)
-	if err != nil {
-		return nil, err
-	}
-	_, body, err := s.cfg.Executor.Idempotent(ctx, req, func(ctx context.Context, pins *app.Pins) (int, []byte, error) {
-		id, err := pins.ID(ctx, "subscription")
-		if err != nil {
-			return 0, nil, err
-		}
-		cmd.SubscriptionID = id
-		res, err := app.Execute(ctx, s.cfg.Executor, cmd.Stream(), domain.AccountDecider(), domain.AccountCommand(cmd), c.meta())
-		if err != nil {
-			return 0, nil, err
-		}
-		sub, err := s.subscriptionAfter(ctx, id, res)
-		if err != nil {
-			return 0, nil, err
-		}
-		body, err := encode(sub)
-		if err != nil {
-			return 0, nil, err
-		}
-		return 200, body, nil
-	})
-	return body, err
+	return createOnce(ctx, s, c, "subscription", fingerprintOf("subscription", in), encode,
+		func(ctx context.Context, pins *app.Pins) (eventstore.Position, func() (readmodel.Subscription, error), error) {
+			id, err := pins.ID(ctx, "subscription")
+			if err != nil {
+				return eventstore.Position{}, nil, err
+			}
+			cmd.SubscriptionID = id
+			res, err := app.Execute(ctx, s.cfg.Executor, cmd.Stream(), domain.AccountDecider(), domain.AccountCommand(cmd), c.meta())
+			if err != nil {
+				return eventstore.Position{}, nil, err
+			}
+			return res.Position, func() (readmodel.Subscription, error) { return s.subscriptionNow(id) }, nil
+		})
 }
 
 // UpdateSubscription changes the fields of subscription id that in
@@ -159,6 +148,11 @@ func (s *Service) subscriptionAfter(ctx context.Context, id int64, res app.Resul
 	if err := s.written(ctx, res.Position); err != nil {
 		return readmodel.Subscription{}, err
 	}
+	return s.subscriptionNow(id)
+}
+
+// subscriptionNow returns subscription id as the read model shows it now.
+func (s *Service) subscriptionNow(id int64) (readmodel.Subscription, error) {
 	sub, ok := s.cfg.Model.Subscription(id)
 	if !ok {
 		return readmodel.Subscription{}, fmt.Errorf("subscription %d: %w", id, domain.ErrNotFound)
