@@ -1,8 +1,8 @@
 package domain
 
 // RegisterEvents registers every event of the aggregates in this package
-// (provider, tariff, channel, category, admin and account with its
-// subscriptions and devices) with r. It panics on a duplicate, like
+// (provider, tariff, channel, category, admin, account with its
+// subscriptions and devices, command sends and device sessions) with r. It panics on a duplicate, like
 // Registry.Register: call it once per registry, at start-up.
 func RegisterEvents(r *Registry) {
 	registerProviderEvents(r)
@@ -11,4 +11,6 @@ func RegisterEvents(r *Registry) {
 	registerCategoryEvents(r)
 	registerAdminEvents(r)
 	registerAccountEvents(r)
+	registerCommandEvents(r)
+	registerDeviceEvents(r)
 }

@@ -1,6 +1,7 @@
 package domain_test
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"slices"
@@ -43,6 +44,17 @@ func sampleEvents() []domain.Event {
 		domain.SubscriptionRemoved{AccountID: 42, SubscriptionID: 1},
 		device1,
 		domain.DeviceUnbound{AccountID: 42, DeviceID: 1, UniqueID: "stb-1"},
+		domain.CommandsIssued{SendID: 9, Recipients: domain.RecipientAccounts, IDs: []int64{42}, Scope: ptr[int64](7), IssuedAt: now,
+			Commands: []domain.IssuedCommand{{Kind: domain.CommandUserMessage, MessageType: domain.MessageConfirm, PostTime: now, TTL: now.Add(time.Hour),
+				Object: json.RawMessage(`{"command":"user_message","type":"confirm","text":"hi"}`)}}},
+		domain.CommandsSent{SendID: 9, Index: 0, Devices: []int64{1, 2}, Node: "n1"},
+		domain.CommandExpired{SendID: 9, Index: 0},
+		domain.CommandsAcked{SendID: 9, Index: 0, Devices: []int64{1}},
+		domain.CommandsConfirmed{SendID: 9, Index: 0, Devices: []int64{1}},
+		domain.DeviceConnected{DeviceID: 1, Account: 42, Provider: 7, Node: "n1", Address: "127.0.0.1"},
+		domain.DeviceDisconnected{DeviceID: 1, Account: 42, Provider: 7, Node: "n1", Code: 1001, Reason: "shutdown", Seconds: 12},
+		domain.ViewingReported{DeviceID: 1, Account: 42, Provider: 7, Class: domain.DeviceSTB,
+			Sessions: []domain.ViewingSession{{Channel: 3, Mode: domain.ViewingDVR, Start: now, Seconds: 60}}},
 	}
 }
 

@@ -10,9 +10,11 @@ import (
 // Conn is one device connection. It is created by Hub.Upgrade and owns a
 // reader and a writer goroutine; all socket writes go through the writer.
 type Conn struct {
-	hub      *Hub
-	ws       *websocket.Conn
-	deviceID int64
+	hub         *Hub
+	ws          *websocket.Conn
+	deviceID    int64
+	id          Identity
+	connectedAt time.Time
 
 	q          queue
 	wake       chan struct{} // capacity 1: the queue has messages
@@ -23,19 +25,41 @@ type Conn struct {
 }
 
 // newConn wraps an upgraded socket.
-func newConn(h *Hub, ws *websocket.Conn, deviceID int64) *Conn {
+func newConn(h *Hub, ws *websocket.Conn, id Identity) *Conn {
 	return &Conn{
-		hub:        h,
-		ws:         ws,
-		deviceID:   deviceID,
+		hub:         h,
+		ws:          ws,
+		deviceID:    id.Device,
+		id:          id,
+		connectedAt: h.opts.Clock(),
 		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 	}
 }
 
+// Identity is who is connected: the device, its account and provider, as
+// established by authentication before the upgrade.
+type Identity struct {
+	Device   int64
+	Account  int64
+	Provider int64
+	// Address is the client's IP address, for connection events.
+	Address string
+}
+
 // DeviceID returns the id of the connected device.
 func (c *Conn) DeviceID() int64 { return c.deviceID }
+
+// Identity returns who is connected.
+func (c *Conn) Identity() Identity { return c.id }
+
+// ConnectedAt returns when the connection was established (Options.Clock).
+func (c *Conn) ConnectedAt() time.Time { return c.connectedAt }
+
+// Close ends the connection for reason r (ReasonRevoked, typically) with
+// its close frame; it returns at once.
+func (c *Conn) Close(r CloseReason) { c.close(r) }
 
 // Send queues msg without blocking and reports whether it was taken. When the
 // queue is full the connection is closed as a slow consumer.
@@ -100,7 +124,7 @@ func (c *Conn) readPump() {
 			continue
 		}
 		if o.OnMessage != nil {
-			o.OnMessage(c.deviceID, m)
+			o.OnMessage(c, m)
 		}
 	}
 }
@@ -170,7 +194,7 @@ func (c *Conn) finish() {
 	<-c.readerDone
 	c.hub.stats.closed(c.reason)
 	if o.OnClose != nil {
-		o.OnClose(c.deviceID, c.reason)
+		o.OnClose(c, c.reason)
 	}
 	c.hub.pumps.Done()
 }

@@ -47,8 +47,8 @@ func newEnv(t *testing.T, opts Options) *testEnv {
 // startEnv starts a hub and server without registering cleanup.
 func startEnv(opts Options) *testEnv {
 	e := &testEnv{msgs: make(chan received, 4096), closes: make(chan ended, 4096)}
-	opts.OnMessage = func(id int64, m DeviceMessage) { e.msgs <- received{id, m} }
-	opts.OnClose = func(id int64, r CloseReason) { e.closes <- ended{id, r} }
+	opts.OnMessage = func(c *Conn, m DeviceMessage) { e.msgs <- received{c.DeviceID(), m} }
+	opts.OnClose = func(c *Conn, r CloseReason) { e.closes <- ended{c.DeviceID(), r} }
 	e.hub = NewHub(opts)
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseInt(r.URL.Query().Get("device"), 10, 64)
@@ -56,7 +56,7 @@ func startEnv(opts Options) *testEnv {
 			http.Error(w, "device", http.StatusBadRequest)
 			return
 		}
-		_ = e.hub.Upgrade(w, r, id)
+		_ = e.hub.Upgrade(w, r, Identity{Device: id, Account: id * 10, Provider: 1})
 	}))
 	e.url = "ws" + strings.TrimPrefix(e.srv.URL, "http") + "/ws?device="
 	return e

@@ -130,21 +130,27 @@ func (h *Hub) Count() int {
 	return n
 }
 
-// Range calls fn for every connected device until fn returns false. fn runs
-// without hub locks held, so it may call Send; devices connecting or leaving
-// meanwhile may or may not be visited.
-func (h *Hub) Range(fn func(deviceID int64) bool) {
-	var ids []int64
+// Lookup returns the device's registered connection.
+func (h *Hub) Lookup(deviceID int64) (*Conn, bool) {
+	c := h.lookup(deviceID)
+	return c, c != nil
+}
+
+// Range calls fn for every registered connection until fn returns false. fn
+// runs without hub locks held, so it may call Send; devices connecting or
+// leaving meanwhile may or may not be visited.
+func (h *Hub) Range(fn func(c *Conn) bool) {
+	var conns []*Conn
 	for i := range h.shards {
 		s := &h.shards[i]
-		ids = ids[:0]
+		conns = conns[:0]
 		s.mu.RLock()
-		for id := range s.conns {
-			ids = append(ids, id)
+		for _, c := range s.conns {
+			conns = append(conns, c)
 		}
 		s.mu.RUnlock()
-		for _, id := range ids {
-			if !fn(id) {
+		for _, c := range conns {
+			if !fn(c) {
 				return
 			}
 		}

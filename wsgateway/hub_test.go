@@ -71,7 +71,7 @@ func TestManyDevicesReceiveOwnMessages(t *testing.T) {
 		}
 	}
 	end := command(t, "end", `{}`)
-	e.hub.Range(func(id int64) bool { return e.hub.Send(id, end) })
+	e.hub.Range(func(c *Conn) bool { return e.hub.Send(c.DeviceID(), end) })
 
 	var wg sync.WaitGroup
 	errs := make(chan error, devices)
@@ -112,12 +112,20 @@ func TestRangeStopsEarly(t *testing.T) {
 		e.dial(t, int64(i+100), nil)
 	}
 	seen := map[int64]bool{}
-	e.hub.Range(func(id int64) bool { seen[id] = true; return true })
+	e.hub.Range(func(c *Conn) bool {
+		seen[c.DeviceID()] = c.Identity().Account == c.DeviceID()*10 && !c.ConnectedAt().IsZero()
+		return true
+	})
 	if len(seen) != 5 {
 		t.Fatalf("Range visited %v", seen)
 	}
+	for id, identityKept := range seen {
+		if !identityKept {
+			t.Errorf("device %d: identity or connection time lost", id)
+		}
+	}
 	n := 0
-	e.hub.Range(func(int64) bool { n++; return n < 2 })
+	e.hub.Range(func(*Conn) bool { n++; return n < 2 })
 	if n != 2 {
 		t.Fatalf("Range did not stop: %d calls", n)
 	}

@@ -47,17 +47,27 @@ type Options struct {
 	// CheckOrigin is passed to the websocket.Upgrader; nil means gorilla's
 	// same-origin check (requests without an Origin header are accepted).
 	CheckOrigin func(r *http.Request) bool
+	// OnOpen is called once per connection after it is registered and
+	// before its goroutines start, on the upgrading goroutine. Messages sent
+	// from it are queued and written first.
+	OnOpen func(c *Conn)
 	// OnMessage receives every valid device message. It runs on the
 	// connection's reader goroutine and must not block for long; it may
 	// still be called while a server-initiated close waits for the device.
-	OnMessage func(deviceID int64, m DeviceMessage)
+	OnMessage func(c *Conn, m DeviceMessage)
 	// OnClose is called once per connection after both of its goroutines have
 	// finished with the socket. It runs on the writer goroutine.
-	OnClose func(deviceID int64, reason CloseReason)
+	OnClose func(c *Conn, reason CloseReason)
+	// Clock stamps Conn.ConnectedAt (default time.Now); tests inject one to
+	// check delivery rules that depend on connection time.
+	Clock func() time.Time
 }
 
 // withDefaults returns o with zero fields replaced by defaults.
 func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = DefaultQueueSize
 	}

@@ -21,6 +21,7 @@ const (
 	ReasonSlowConsumer                         // the send queue overflowed
 	ReasonReplaced                             // a newer connection of the same device took over
 	ReasonShutdown                             // the hub was shut down
+	ReasonRevoked                              // the device's authorisation was dropped (unbound, update command)
 )
 
 var reasonNames = [...]string{
@@ -33,6 +34,7 @@ var reasonNames = [...]string{
 	ReasonSlowConsumer:  "slow_consumer",
 	ReasonReplaced:      "replaced",
 	ReasonShutdown:      "shutdown",
+	ReasonRevoked:       "revoked",
 }
 
 // String returns a stable snake_case name usable as a metric label.
@@ -43,9 +45,15 @@ func (r CloseReason) String() string {
 	return "unknown"
 }
 
-// CloseReplaced is the close code sent to a connection replaced by a newer
-// connection of the same device.
-const CloseReplaced = 4001
+// Application close codes (the 4000–4999 range of RFC 6455 §7.4.2).
+const (
+	// CloseReplaced is sent to a connection replaced by a newer connection
+	// of the same device; the device should not reconnect in a loop.
+	CloseReplaced = 4001
+	// CloseRevoked is sent when the device's authorisation was dropped; it
+	// must log in again before reconnecting.
+	CloseRevoked = 4003
+)
 
 // closeFrame returns the close frame the server sends for a reason it
 // initiated; ok is false when no frame is to be sent (the peer is gone or
@@ -56,6 +64,8 @@ func (r CloseReason) closeFrame() (code int, text string, ok bool) {
 		return websocket.CloseGoingAway, "server shutdown", true
 	case ReasonReplaced:
 		return CloseReplaced, "replaced by a newer connection", true
+	case ReasonRevoked:
+		return CloseRevoked, "authorisation dropped: log in again", true
 	case ReasonSlowConsumer:
 		return websocket.CloseTryAgainLater, "slow consumer", true
 	case ReasonBadMessages:

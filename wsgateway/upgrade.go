@@ -16,7 +16,8 @@ var ErrClosed = errors.New("wsgateway: hub closed")
 // device) and starts its goroutines. It returns as soon as the connection is
 // running, so the HTTP handler and what it references can be collected. On
 // failure a HTTP error response has been written (503 after shutdown).
-func (h *Hub) Upgrade(w http.ResponseWriter, r *http.Request, deviceID int64) error {
+func (h *Hub) Upgrade(w http.ResponseWriter, r *http.Request, id Identity) error {
+	deviceID := id.Device
 	if h.closing.Load() {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return ErrClosed
@@ -25,13 +26,16 @@ func (h *Hub) Upgrade(w http.ResponseWriter, r *http.Request, deviceID int64) er
 	if err != nil {
 		return fmt.Errorf("wsgateway: upgrade device %d: %w", deviceID, err)
 	}
-	c := newConn(h, ws, deviceID)
+	c := newConn(h, ws, id)
 	if !h.add(c) {
 		// Shut down between the check and the upgrade: say goodbye inline.
 		code, text, _ := ReasonShutdown.closeFrame()
 		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), c.deadline())
 		_ = ws.Close()
 		return ErrClosed
+	}
+	if h.opts.OnOpen != nil {
+		h.opts.OnOpen(c)
 	}
 	c.start()
 	return nil

@@ -1,0 +1,80 @@
+package domain
+
+import (
+	"strconv"
+	"time"
+)
+
+// Device session event type names, in stream device-{id}.
+const (
+	DeviceConnectedType    = "DeviceConnected.v1"
+	DeviceDisconnectedType = "DeviceDisconnected.v1"
+	ViewingReportedType    = "ViewingReported.v1"
+)
+
+// DeviceStream returns "device-{id}": the device's connections and viewing.
+func DeviceStream(id int64) string { return "device-" + strconv.FormatInt(id, 10) }
+
+// DeviceConnected records a device's websocket connection to a node.
+type DeviceConnected struct {
+	DeviceID int64  `json:"device_id"`
+	Account  int64  `json:"account"`
+	Provider int64  `json:"provider"`
+	Node     string `json:"node,omitempty"`
+	Address  string `json:"address,omitempty"` // the client's IP address
+}
+
+// DeviceDisconnected records the end of a device's websocket connection:
+// the close code sent or received and why.
+type DeviceDisconnected struct {
+	DeviceID int64  `json:"device_id"`
+	Account  int64  `json:"account"`
+	Provider int64  `json:"provider"`
+	Node     string `json:"node,omitempty"`
+	Code     int    `json:"code"`
+	Reason   string `json:"reason,omitempty"`
+	Seconds  int64  `json:"seconds"` // how long the connection lasted
+}
+
+// ViewingMode is how a channel was watched.
+type ViewingMode string
+
+// The viewing modes.
+const (
+	ViewingLive ViewingMode = "live"
+	ViewingDVR  ViewingMode = "dvr"
+)
+
+// ViewingSession is one stretch of watching a channel.
+type ViewingSession struct {
+	Channel int64       `json:"channel"`
+	Mode    ViewingMode `json:"mode"`
+	Start   time.Time   `json:"start"` // UTC
+	Seconds int64       `json:"seconds"`
+}
+
+// ViewingReported records viewing sessions a device reported (POST
+// /api/device/viewing). Account, provider and class are those of the device
+// when it reported, so statistics need no lookup.
+type ViewingReported struct {
+	DeviceID int64            `json:"device_id"`
+	Account  int64            `json:"account"`
+	Provider int64            `json:"provider"`
+	Class    DeviceClass      `json:"class"`
+	Sessions []ViewingSession `json:"sessions"`
+}
+
+// EventType implements Event.
+func (DeviceConnected) EventType() string { return DeviceConnectedType }
+
+// EventType implements Event.
+func (DeviceDisconnected) EventType() string { return DeviceDisconnectedType }
+
+// EventType implements Event.
+func (ViewingReported) EventType() string { return ViewingReportedType }
+
+func registerDeviceEvents(r *Registry) {
+	r.Register(DeviceConnectedType, func() Event { return new(DeviceConnected) })
+	r.Register(DeviceDisconnectedType, func() Event { return new(DeviceDisconnected) })
+	r.Register(ViewingReportedType, func() Event { return new(ViewingReported) })
+}
