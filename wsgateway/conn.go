@@ -32,9 +32,9 @@ func newConn(h *Hub, ws *websocket.Conn, id Identity) *Conn {
 		deviceID:    id.Device,
 		id:          id,
 		connectedAt: h.opts.Clock(),
-		wake:       make(chan struct{}, 1),
-		done:       make(chan struct{}),
-		readerDone: make(chan struct{}),
+		wake:        make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		readerDone:  make(chan struct{}),
 	}
 }
 
