@@ -2,6 +2,7 @@ package wsgateway
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -14,7 +15,9 @@ type Conn struct {
 	ws          *websocket.Conn
 	deviceID    int64
 	id          Identity
+	seq         uint64 // unique within the hub
 	connectedAt time.Time
+	peerCode    atomic.Int32 // close code the device sent, if any
 
 	q          queue
 	wake       chan struct{} // capacity 1: the queue has messages
@@ -31,6 +34,7 @@ func newConn(h *Hub, ws *websocket.Conn, id Identity) *Conn {
 		ws:          ws,
 		deviceID:    id.Device,
 		id:          id,
+		seq:         h.seq.Add(1),
 		connectedAt: h.opts.Clock(),
 		wake:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
@@ -56,6 +60,55 @@ func (c *Conn) Identity() Identity { return c.id }
 
 // ConnectedAt returns when the connection was established (Options.Clock).
 func (c *Conn) ConnectedAt() time.Time { return c.connectedAt }
+
+// Seq returns the connection's number, unique among the hub's connections
+// (1, 2, 3, ... in order of upgrade), to name per-connection events.
+func (c *Conn) Seq() uint64 { return c.seq }
+
+// CloseCode returns the close code that ended the connection: the server's
+// for a close it initiated (1001, 1008, 1013, 4001, 4003), the device's for
+// one the device initiated (1005 when its frame had no code), 1009 for an
+// over-long device message (gorilla sends it), and 1006 (abnormal closure)
+// when no close frame was exchanged. Meaningful once the connection has
+// ended (in OnClose).
+func (c *Conn) CloseCode() int {
+	select {
+	case <-c.done:
+	default:
+		return 0
+	}
+	if code, _, ok := c.reason.closeFrame(); ok {
+		return code
+	}
+	switch c.reason {
+	case ReasonClientClosed:
+		if code := c.peerCode.Load(); code != 0 {
+			return int(code)
+		}
+		return websocket.CloseNoStatusReceived
+	case ReasonMessageTooBig:
+		return websocket.CloseMessageTooBig
+	}
+	return websocket.CloseAbnormalClosure
+}
+
+// CloseAfterFlush closes the connection for reason r once every message
+// queued before the call has been written: used to deliver a last message
+// (an update command) and then end the connection. Messages queued after it
+// are not written. It reports false when the connection had already ended.
+func (c *Conn) CloseAfterFlush(r CloseReason) bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	c.q.pushClose(r)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
 
 // Close ends the connection for reason r (ReasonRevoked, typically) with
 // its close frame; it returns at once.
@@ -109,6 +162,9 @@ func (c *Conn) readPump() {
 	for {
 		kind, data, err := c.ws.ReadMessage()
 		if err != nil {
+			if ce, ok := err.(*websocket.CloseError); ok {
+				c.peerCode.Store(int32(ce.Code))
+			}
 			c.close(readReason(err))
 			return
 		}
@@ -163,6 +219,10 @@ func (c *Conn) flush() {
 		}
 		msg, ok := c.q.pop()
 		if !ok {
+			return
+		}
+		if msg == nil { // CloseAfterFlush's marker
+			c.close(c.q.closeReason())
 			return
 		}
 		_ = c.ws.SetWriteDeadline(c.deadline())

@@ -23,6 +23,7 @@ type received struct {
 type ended struct {
 	deviceID int64
 	reason   CloseReason
+	code     int // Conn.CloseCode
 }
 
 // testEnv is a hub behind a real HTTP server; devices connect to
@@ -48,7 +49,7 @@ func newEnv(t *testing.T, opts Options) *testEnv {
 func startEnv(opts Options) *testEnv {
 	e := &testEnv{msgs: make(chan received, 4096), closes: make(chan ended, 4096)}
 	opts.OnMessage = func(c *Conn, m DeviceMessage) { e.msgs <- received{c.DeviceID(), m} }
-	opts.OnClose = func(c *Conn, r CloseReason) { e.closes <- ended{c.DeviceID(), r} }
+	opts.OnClose = func(c *Conn, r CloseReason) { e.closes <- ended{c.DeviceID(), r, c.CloseCode()} }
 	e.hub = NewHub(opts)
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseInt(r.URL.Query().Get("device"), 10, 64)
@@ -89,12 +90,18 @@ func (e *testEnv) dial(t *testing.T, id int64, d *websocket.Dialer) *websocket.C
 // waitClose waits for the OnClose of device id and returns its reason.
 func (e *testEnv) waitClose(t *testing.T, id int64) CloseReason {
 	t.Helper()
+	return e.waitEnded(t, id).reason
+}
+
+// waitEnded waits for the OnClose of device id.
+func (e *testEnv) waitEnded(t *testing.T, id int64) ended {
+	t.Helper()
 	timeout := time.After(5 * time.Second)
 	for {
 		select {
 		case c := <-e.closes:
 			if c.deviceID == id {
-				return c.reason
+				return c
 			}
 		case <-timeout:
 			t.Fatalf("no OnClose for device %d", id)

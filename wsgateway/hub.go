@@ -27,6 +27,7 @@ type Hub struct {
 	shards   [numShards]shard
 	closing  atomic.Bool
 	pumps    sync.WaitGroup // one per registered connection until OnClose returned
+	seq      atomic.Uint64  // last Conn.Seq handed out
 	stats    counters
 }
 
@@ -111,6 +112,14 @@ func (h *Hub) Send(deviceID int64, msg []byte) bool {
 	}
 	h.stats.misses.Add(1)
 	return false
+}
+
+// CloseAfterFlush closes the device's connection for reason r once the
+// messages already queued for it have been written (see
+// Conn.CloseAfterFlush). It reports whether the device had a connection.
+func (h *Hub) CloseAfterFlush(deviceID int64, r CloseReason) bool {
+	c := h.lookup(deviceID)
+	return c != nil && c.CloseAfterFlush(r)
 }
 
 // Connected reports whether the device has a registered connection.

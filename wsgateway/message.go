@@ -1,6 +1,7 @@
 package wsgateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,4 +61,58 @@ func EncodeCommand(deliveryID string, command json.RawMessage) ([]byte, error) {
 		return nil, fmt.Errorf("wsgateway: encode command %q: invalid JSON", deliveryID)
 	}
 	return json.Marshal(commandEnvelope{Type: "command", ID: deliveryID, Command: command})
+}
+
+// commandHead is how every EncodeCommand result begins, up to the delivery
+// id.
+const commandHead = `{"type":"command","id":"`
+
+// CommandMessage is a command object encoded once for many deliveries.
+// Sending one command to thousands of devices differs per device only in
+// the delivery id, so Encode splices the id between a shared head and tail:
+// one allocation and copy per device, no JSON work.
+type CommandMessage struct {
+	command json.RawMessage
+	tail    []byte // `","command":{...}}`
+}
+
+// NewCommandMessage validates and encodes command (a JSON object) for
+// Encode.
+func NewCommandMessage(command json.RawMessage) (*CommandMessage, error) {
+	whole, err := EncodeCommand("", command)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(whole, []byte(commandHead)) {
+		return nil, fmt.Errorf("wsgateway: encode command: unexpected envelope %.40q", whole)
+	}
+	return &CommandMessage{command: command, tail: whole[len(commandHead):]}, nil
+}
+
+// Encode returns the server → device message for deliveryID, byte for byte
+// what EncodeCommand(deliveryID, command) returns. The result is the
+// caller's.
+func (m *CommandMessage) Encode(deliveryID string) []byte {
+	if !plainJSONString(deliveryID) {
+		msg, _ := EncodeCommand(deliveryID, m.command) // valid: checked by NewCommandMessage
+		return msg
+	}
+	b := make([]byte, 0, len(commandHead)+len(deliveryID)+len(m.tail))
+	b = append(b, commandHead...)
+	b = append(b, deliveryID...)
+	return append(b, m.tail...)
+}
+
+// plainJSONString reports whether encoding/json writes s unchanged between
+// quotes: printable ASCII other than the characters it escapes.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e:
+			return false
+		case c == '"' || c == '\\' || c == '<' || c == '>' || c == '&':
+			return false
+		}
+	}
+	return true
 }

@@ -7,6 +7,9 @@ import "sync"
 type queue struct {
 	mu    sync.Mutex
 	items [][]byte
+	// closeWith is the reason of the first pushClose; its marker is a nil
+	// item.
+	closeWith CloseReason
 }
 
 // push appends msg unless the queue already holds limit messages.
@@ -34,4 +37,23 @@ func (q *queue) pop() (msg []byte, ok bool) {
 		q.items = nil // release the backing array
 	}
 	return msg, true
+}
+
+// pushClose appends a marker (a nil item) that tells the writer to close the
+// connection for r once it reaches it. It ignores the limit: the marker is
+// not a message. Only the first marker's reason counts.
+func (q *queue) pushClose(r CloseReason) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closeWith == 0 {
+		q.closeWith = r
+	}
+	q.items = append(q.items, nil)
+}
+
+// closeReason returns the reason given to the first pushClose.
+func (q *queue) closeReason() CloseReason {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closeWith
 }

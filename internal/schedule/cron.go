@@ -1,0 +1,41 @@
+package schedule
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// NewCron returns a cron scheduler for recurring jobs, evaluated in UTC
+// (PITFALLS 32: no daylight-saving gaps), with every job wrapped so that a
+// panic is recovered and logged and a run is skipped while the previous
+// run of the same job is still going. cron never catches up runs missed
+// while the process was down: jobs must not rely on it.
+//
+// The order of the wrappers matters: SkipIfStillRunning holds a token while
+// the job runs and gets it back only when the job returns, so Recover must
+// sit inside it; with Recover outside, one panic would skip every later run.
+func NewCron(log *slog.Logger) *cron.Cron {
+	if log == nil {
+		log = slog.Default()
+	}
+	l := cronLogger{log.With("component", "cron")}
+	return cron.New(
+		cron.WithLocation(time.UTC),
+		cron.WithLogger(l),
+		cron.WithChain(cron.SkipIfStillRunning(l), cron.Recover(l)),
+	)
+}
+
+// cronLogger adapts slog to cron.Logger; cron's info messages (every
+// schedule and run) go to debug.
+type cronLogger struct{ log *slog.Logger }
+
+func (l cronLogger) Info(msg string, keysAndValues ...any) {
+	l.log.Debug(msg, keysAndValues...)
+}
+
+func (l cronLogger) Error(err error, msg string, keysAndValues ...any) {
+	l.log.Error(msg, append([]any{"error", err}, keysAndValues...)...)
+}

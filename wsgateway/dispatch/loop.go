@@ -1,0 +1,282 @@
+package dispatch
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+	"tvsm/wsgateway"
+)
+
+// loopMsg is one request to the loop; exactly one field is set.
+type loopMsg struct {
+	events   []eventstore.RecordedEvent
+	applied  chan struct{} // closed once events are applied
+	caughtUp bool
+	settled  chan struct{}     // closed once pending work is done
+	snapshot chan snapshotData // receives the encoded state
+}
+
+// pending is work handed to the loop by other goroutines: connections the
+// hub opened and sends whose timers fired. It never blocks them.
+type pending struct {
+	mu    sync.Mutex
+	conns []*wsgateway.Conn
+	sends map[int64]struct{}
+	wake  chan struct{} // capacity 1
+	live  *atomic.Bool  // the dispatcher has caught up
+}
+
+func (p *pending) opened(c *wsgateway.Conn) {
+	if !p.live.Load() {
+		return // catching up: the catch-up rounds see every connection
+	}
+	p.mu.Lock()
+	p.conns = append(p.conns, c)
+	p.mu.Unlock()
+	p.signal()
+}
+
+func (p *pending) due(send int64) {
+	p.mu.Lock()
+	if p.sends == nil {
+		p.sends = make(map[int64]struct{})
+	}
+	p.sends[send] = struct{}{}
+	p.mu.Unlock()
+	p.signal()
+}
+
+func (p *pending) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take empties the pending work.
+func (p *pending) take() ([]*wsgateway.Conn, []int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	conns := p.conns
+	sends := slices.Sorted(maps.Keys(p.sends))
+	p.conns, p.sends = nil, nil
+	return conns, sends
+}
+
+// loop owns the state until ctx ends.
+func (d *Dispatcher) loop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.pending.wake:
+			d.drainPending(ctx)
+		case m := <-d.inbox:
+			d.handle(ctx, m)
+		}
+		d.publishGauges()
+	}
+}
+
+// handle serves one loop message.
+func (d *Dispatcher) handle(ctx context.Context, m loopMsg) {
+	switch {
+	case m.applied != nil:
+		d.applyBatch(ctx, m.events)
+		close(m.applied)
+	case m.caughtUp:
+		if !d.caughtUp.Load() {
+			// Set before the rounds below look at the hub: an OnOpen that
+			// still saw it unset registered its connection before, so a
+			// round sees that connection.
+			d.caughtUp.Store(true)
+			d.log.Info("caught up", "live_sends", len(d.state.sends), "live_commands", d.state.items)
+			for _, id := range slices.Sorted(maps.Keys(d.state.sends)) {
+				d.evaluate(ctx, id)
+			}
+		}
+	case m.settled != nil:
+		d.drainPending(ctx)
+		close(m.settled)
+	case m.snapshot != nil:
+		m.snapshot <- d.encodeSnapshot()
+	}
+}
+
+// applyBatch applies log events to the state and, once caught up, starts
+// the sends that became live.
+func (d *Dispatcher) applyBatch(ctx context.Context, events []eventstore.RecordedEvent) {
+	now := d.clock.Now()
+	var created []int64
+	for i := range events {
+		a := d.state.apply(d.reg, &events[i], now, d.opts.Grace)
+		if a.err != nil {
+			d.stats.decodeErrors.Add(1)
+			d.log.Warn("skipping undecodable command event", "stream", events[i].Stream,
+				"revision", events[i].Revision, "type", events[i].Type, "error", a.err)
+		}
+		if a.created != nil {
+			created = append(created, a.created.id)
+		}
+	}
+	if d.caughtUp.Load() {
+		for _, id := range created {
+			d.evaluate(ctx, id)
+		}
+	}
+}
+
+// drainPending handles due timers and opened connections.
+func (d *Dispatcher) drainPending(ctx context.Context) {
+	conns, sends := d.pending.take()
+	if !d.caughtUp.Load() {
+		return // catching up evaluates every send against every connection
+	}
+	for _, id := range sends {
+		d.evaluate(ctx, id)
+	}
+	if len(conns) > 0 {
+		d.deliverToOpened(ctx, conns)
+	}
+}
+
+// evaluate does what is due for send id now: expire commands whose ttl has
+// passed, drop commands without ttl that are too late, run the send-time
+// round of commands whose time has come, and set timers for the rest.
+func (d *Dispatcher) evaluate(ctx context.Context, id int64) {
+	s := d.state.sends[id]
+	if s == nil {
+		return
+	}
+	now := d.clock.Now()
+	var expire, start []*item
+	for _, it := range s.items {
+		switch {
+		case it == nil:
+		case it.hasTTL() && !now.Before(it.ttl):
+			expire = append(expire, it)
+		case now.Before(it.start):
+			d.timers.At(timerKey("start", id, it.index), it.start, d.dueFunc(id))
+		case !it.hasTTL() && now.Sub(it.start) > d.opts.Grace:
+			d.log.Warn("command not delivered: handled too late after its send time", "send", id, "index", it.index, "send_time", it.start)
+			d.state.forget(s, it.index)
+		case !it.started:
+			start = append(start, it)
+		}
+		if it != nil && it.hasTTL() && now.Before(it.ttl) {
+			d.timers.At(timerKey("ttl", id, it.index), it.ttl, d.dueFunc(id))
+		}
+	}
+	if len(expire) > 0 {
+		d.expire(ctx, s, expire)
+	}
+	if len(start) > 0 {
+		d.startRound(ctx, s, start)
+	}
+}
+
+// startRound delivers items at their send time: with a ttl to every target
+// device connected now, without one to those connected at the send time.
+// Commands without ttl are done afterwards; a failed round is retried.
+func (d *Dispatcher) startRound(ctx context.Context, s *sendState, items []*item) {
+	conns := d.targetConns(s)
+	want := make(map[int][]int64)
+	for _, it := range items {
+		for _, c := range conns {
+			if _, done := it.claimed[c.DeviceID()]; done {
+				continue
+			}
+			if !it.hasTTL() && c.ConnectedAt().After(it.start) {
+				continue
+			}
+			want[it.index] = append(want[it.index], c.DeviceID())
+		}
+	}
+	if err := d.deliver(ctx, s, want); err != nil {
+		d.retryLater(s.id)
+		return
+	}
+	for _, it := range items {
+		it.started = true
+		if !it.hasTTL() {
+			d.state.forget(s, it.index)
+		}
+	}
+}
+
+// targetConns returns the connections of the send's target devices.
+func (d *Dispatcher) targetConns(s *sendState) []*wsgateway.Conn {
+	var conns []*wsgateway.Conn
+	if s.recipients == domain.RecipientDevices {
+		for _, id := range s.ids {
+			if c, ok := d.hub.Lookup(id); ok {
+				conns = append(conns, c)
+			}
+		}
+		return conns
+	}
+	d.hub.Range(func(c *wsgateway.Conn) bool {
+		if s.targets(c.Identity()) {
+			conns = append(conns, c)
+		}
+		return true
+	})
+	return conns
+}
+
+// deliverToOpened delivers the live ttl commands to newly opened
+// connections that are still current.
+func (d *Dispatcher) deliverToOpened(ctx context.Context, conns []*wsgateway.Conn) {
+	now := d.clock.Now()
+	for _, id := range slices.Sorted(maps.Keys(d.state.sends)) {
+		s := d.state.sends[id]
+		if !s.openAt(now) {
+			continue
+		}
+		want := make(map[int][]int64)
+		for _, c := range conns {
+			if cur, ok := d.hub.Lookup(c.DeviceID()); !ok || cur != c || !s.targets(c.Identity()) {
+				continue
+			}
+			for _, it := range s.items {
+				if it == nil || !it.started || !it.openAt(now) {
+					continue
+				}
+				if _, done := it.claimed[c.DeviceID()]; !done {
+					want[it.index] = append(want[it.index], c.DeviceID())
+				}
+			}
+		}
+		if err := d.deliver(ctx, s, want); err != nil {
+			d.restart(s)
+		}
+	}
+}
+
+// openAt reports whether a command of s may be delivered to a device
+// connecting at now.
+func (s *sendState) openAt(now time.Time) bool {
+	for _, it := range s.items {
+		if it != nil && it.started && it.openAt(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// restart makes the send-time round of s run again soon, after a failed
+// delivery: it reaches every target connected then.
+func (d *Dispatcher) restart(s *sendState) {
+	for _, it := range s.items {
+		if it != nil {
+			it.started = false
+		}
+	}
+	d.retryLater(s.id)
+}

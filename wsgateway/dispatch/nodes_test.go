@@ -1,0 +1,178 @@
+package dispatch_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"tvsm/domain"
+	"tvsm/wsgateway"
+	"tvsm/wsgateway/dispatch"
+)
+
+// received drains dev's messages until a marker and returns the delivery ids.
+func (dev *device) received(t *testing.T) []string {
+	t.Helper()
+	dev.n.settle(t)
+	if !dev.n.d.Hub().Send(dev.id, []byte(`{"type":"marker","id":"marker"}`)) {
+		t.Fatalf("device %d: not connected for the marker", dev.id)
+	}
+	var ids []string
+	for {
+		m := dev.next(t)
+		if m.Type == "marker" {
+			return ids
+		}
+		ids = append(ids, m.ID)
+	}
+}
+
+func TestTwoNodesDeliverOnceToADeviceMovingBetweenThem(t *testing.T) {
+	e := newEnv(t)
+	a := e.startNode(t, "a", t.TempDir(), wsgateway.Options{})
+	b := e.startNode(t, "b", t.TempDir(), wsgateway.Options{})
+	onA := a.connect(t, 1, 10, 1)
+	send := e.issue(t, domain.RecipientAccounts, []int64{10}, message("once").until(t0.Add(time.Hour)))
+	if m := onA.next(t); m.ID != domain.DeliveryID(send, 0, 1) {
+		t.Fatalf("got %+v", m)
+	}
+	onA.hangUp(t)
+	e.advance(t, time.Minute)
+	onB := b.connect(t, 1, 10, 1)
+	onB.nothingMore(t)
+}
+
+func TestTwoNodesRaceForOneDeviceAndOneWins(t *testing.T) {
+	e := newEnv(t)
+	a := e.startNode(t, "a", t.TempDir(), wsgateway.Options{})
+	b := e.startNode(t, "b", t.TempDir(), wsgateway.Options{})
+	// The same device holds a connection to each node (a half-open old one
+	// and a new one, say): both see it connected at the send time.
+	devs := []*device{a.connect(t, 1, 10, 1), b.connect(t, 1, 10, 1)}
+	for i := 0; i < 20; i++ {
+		send := e.issue(t, domain.RecipientDevices, []int64{1}, message("race").until(t0.Add(time.Hour)))
+		var got []string
+		for _, dev := range devs {
+			got = append(got, dev.received(t)...)
+		}
+		if len(got) != 1 || got[0] != domain.DeliveryID(send, 0, 1) {
+			t.Fatalf("send %d: delivered %v, want exactly one", send, got)
+		}
+	}
+	sa, sb := a.d.Stats(), b.d.Stats()
+	if sa.Deliveries+sb.Deliveries != 20 {
+		t.Fatalf("deliveries %d + %d", sa.Deliveries, sb.Deliveries)
+	}
+	t.Logf("claims a=%d b=%d, conflicts a=%d b=%d", sa.Claims, sb.Claims, sa.ClaimConflicts, sb.ClaimConflicts)
+}
+
+func TestRestartKeepsPendingDelayedCommands(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		restored int64 // live sends New restores before reading the log
+		damage   func(t *testing.T, dir string)
+	}{
+		{"from snapshot", 2, func(*testing.T, string) {}},
+		{"snapshot missing", 0, func(t *testing.T, dir string) { remove(t, dir) }},
+		{"snapshot damaged", 0, func(t *testing.T, dir string) {
+			path := filepath.Join(dir, "dispatch.snapshot")
+			if err := os.WriteFile(path, []byte("TVSMSNAP garbage"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			dir := t.TempDir()
+			n1 := e.startNode(t, "n1", dir, wsgateway.Options{})
+			early := n1.connect(t, 1, 10, 1)
+			ttl := e.issue(t, domain.RecipientDevices, []int64{1}, message("ttl").until(t0.Add(3*time.Hour)))
+			if m := early.next(t); m.ID != domain.DeliveryID(ttl, 0, 1) {
+				t.Fatalf("got %+v", m)
+			}
+			delayed := e.issue(t, domain.RecipientProviders, []int64{1}, message("delayed").at(t0.Add(time.Hour)).until(t0.Add(2*time.Hour)))
+			n1.stop(t)
+			if _, err := os.Stat(filepath.Join(dir, "dispatch.snapshot")); err != nil {
+				t.Fatalf("no snapshot after Close: %v", err)
+			}
+			tc.damage(t, dir)
+			if got := restored(t, e, dir); got != tc.restored {
+				t.Fatalf("New restored %d live sends, want %d", got, tc.restored)
+			}
+
+			n2 := e.startNode(t, "n2", dir, wsgateway.Options{})
+			if s := n2.d.Stats(); s.LiveSends != 2 {
+				t.Fatalf("live sends after restart: %d, want 2", s.LiveSends)
+			}
+			e.advance(t, 30*time.Minute)
+			dev := n2.connect(t, 1, 10, 1) // had the ttl command before the restart
+			dev.nothingMore(t)
+			e.advance(t, 30*time.Minute) // post_time
+			if got := dev.received(t); len(got) != 1 || got[0] != domain.DeliveryID(delayed, 0, 1) {
+				t.Fatalf("after post_time got %v", got)
+			}
+			e.advance(t, time.Minute)
+			if got := dev.received(t); len(got) != 0 {
+				t.Fatalf("delivered again: %v", got)
+			}
+		})
+	}
+}
+
+// restored opens a dispatcher on dir without running it and returns how
+// many live sends it restored from the snapshot.
+func restored(t *testing.T, e *env, dir string) int64 {
+	t.Helper()
+	d, err := dispatch.New(dispatch.Options{Store: e.store, Registry: e.reg, Clock: e.clock, Node: "probe", Logger: quiet(), DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	return d.Stats().LiveSends
+}
+
+func remove(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(dir, "dispatch.snapshot")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExpiryPassedWhileNoNodeRanIsAppendedOnStart(t *testing.T) {
+	e := newEnv(t)
+	send := e.issue(t, domain.RecipientProviders, []int64{1}, message("missed").until(t0.Add(time.Hour)))
+	e.clock.Advance(2 * time.Hour)
+	n := e.startNode(t, "n1", t.TempDir(), wsgateway.Options{})
+	e.waitEvents(t, domain.CommandStream(send), "CommandExpired", func(evs []domain.Event) bool {
+		return len(evs) == 2 && evs[1] == domain.Event(domain.CommandExpired{SendID: send, Index: 0})
+	})
+	dev := n.connect(t, 1, 10, 1)
+	dev.nothingMore(t)
+	if s := n.d.Stats(); s.LiveCommands != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	// A second node starting later finds the expiry and appends nothing.
+	e.startNode(t, "n2", t.TempDir(), wsgateway.Options{})
+	if evs := e.events(t, domain.CommandStream(send)); len(evs) != 2 {
+		t.Fatalf("stream has %d events, want 2", len(evs))
+	}
+}
+
+func TestRestartDoesNotReplayOldImmediateCommands(t *testing.T) {
+	e := newEnv(t)
+	n1 := e.startNode(t, "n1", t.TempDir(), wsgateway.Options{})
+	dev := n1.connect(t, 1, 10, 1)
+	send := e.issue(t, domain.RecipientDevices, []int64{1}, message("now"))
+	if m := dev.next(t); m.ID != domain.DeliveryID(send, 0, 1) {
+		t.Fatalf("got %+v", m)
+	}
+	n1.stop(t)
+	// A node without snapshot reads every command stream again.
+	n2 := e.startNode(t, "n2", t.TempDir(), wsgateway.Options{})
+	again := n2.connect(t, 1, 10, 1)
+	again.nothingMore(t)
+	if s := n2.d.Stats(); s.LiveSends != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}

@@ -1,0 +1,216 @@
+package dispatch
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+	"tvsm/wsgateway"
+)
+
+// sendState is a live send: the commands of one CommandsIssued that may
+// still be delivered, and what is known of command-{id} up to rev.
+type sendState struct {
+	id         int64
+	stream     string
+	rev        uint64 // revision of the last event of stream applied
+	recipients domain.Recipients
+	ids        []int64 // sorted
+	issuedAt   time.Time
+	items      []*item // by command index; nil once the command is no longer live
+	live       int     // non-nil items
+}
+
+// item is one live command of a send.
+type item struct {
+	index   int
+	kind    domain.CommandKind
+	msgType domain.MessageType
+	start   time.Time // send time: post_time or issued_at
+	ttl     time.Time // zero: none
+	object  json.RawMessage
+	claimed map[int64]struct{} // devices any node claimed
+	// started: the send-time round ran in this process (not persisted: a
+	// restarted node runs it again, and claims keep it harmless).
+	started bool
+	msg     *wsgateway.CommandMessage // built on first delivery
+}
+
+func (it *item) hasTTL() bool { return !it.ttl.IsZero() }
+
+// confirmable reports whether the item's deliveries can be confirmed.
+func (it *item) confirmable() bool {
+	return it.kind == domain.CommandUserMessage && it.msgType == domain.MessageConfirm
+}
+
+// openAt reports whether the item may be delivered to a device connecting at
+// now: its send time has come and its ttl has not passed.
+func (it *item) openAt(now time.Time) bool {
+	return it.hasTTL() && !now.Before(it.start) && now.Before(it.ttl)
+}
+
+// message returns the item's encoded command, built once.
+func (it *item) message() (*wsgateway.CommandMessage, error) {
+	if it.msg == nil {
+		m, err := wsgateway.NewCommandMessage(it.object)
+		if err != nil {
+			return nil, err
+		}
+		it.msg = m
+	}
+	return it.msg, nil
+}
+
+// targets reports whether the send addresses the connected identity.
+func (s *sendState) targets(id wsgateway.Identity) bool {
+	var x int64
+	switch s.recipients {
+	case domain.RecipientProviders:
+		x = id.Provider
+	case domain.RecipientAccounts:
+		x = id.Account
+	case domain.RecipientDevices:
+		x = id.Device
+	default:
+		return false
+	}
+	_, found := slices.BinarySearch(s.ids, x)
+	return found
+}
+
+// state is the set of live sends, owned by the loop goroutine.
+type state struct {
+	sends map[int64]*sendState
+	items int // live items over all sends
+	gen   uint64
+}
+
+func newState() *state { return &state{sends: make(map[int64]*sendState)} }
+
+// newSend builds the live part of an issued send at now: commands without
+// ttl whose send time is more than grace ago are dead already. It returns
+// nil when nothing is live.
+func newSend(e domain.CommandsIssued, rev uint64, now time.Time, grace time.Duration) *sendState {
+	s := &sendState{
+		id: e.SendID, stream: domain.CommandStream(e.SendID), rev: rev,
+		recipients: e.Recipients, ids: slices.Sorted(slices.Values(e.IDs)), issuedAt: e.IssuedAt,
+		items: make([]*item, len(e.Commands)),
+	}
+	s.ids = slices.Compact(s.ids)
+	for i, c := range e.Commands {
+		it := &item{
+			index: i, kind: c.Kind, msgType: c.MessageType, start: c.SendStart(e.IssuedAt),
+			ttl: c.TTL, object: c.Object, claimed: make(map[int64]struct{}),
+		}
+		if !it.hasTTL() && now.Sub(it.start) > grace {
+			continue
+		}
+		s.items[i] = it
+		s.live++
+	}
+	if s.live == 0 {
+		return nil
+	}
+	return s
+}
+
+// add makes s live.
+func (st *state) add(s *sendState) {
+	st.sends[s.id] = s
+	st.items += s.live
+	st.gen++
+}
+
+// forget drops item index of s, and s when it was its last live item.
+func (st *state) forget(s *sendState, index int) {
+	if index < 0 || index >= len(s.items) || s.items[index] == nil {
+		return
+	}
+	s.items[index] = nil
+	s.live--
+	st.items--
+	st.gen++
+	if s.live == 0 && st.sends[s.id] == s {
+		delete(st.sends, s.id)
+	}
+}
+
+// claim records that devices were claimed for item index of s.
+func (st *state) claim(s *sendState, index int, devices []int64) {
+	if index < 0 || index >= len(s.items) || s.items[index] == nil {
+		return
+	}
+	for _, d := range devices {
+		s.items[index].claimed[d] = struct{}{}
+	}
+	st.gen++
+}
+
+// setRev records that s is known up to rev.
+func (st *state) setRev(s *sendState, rev uint64) {
+	if rev > s.rev {
+		s.rev = rev
+		st.gen++
+	}
+}
+
+// applied is what applying one event did.
+type applied struct {
+	created *sendState // a send that became live
+	err     error      // the event could not be decoded (it is skipped)
+}
+
+// apply applies one event of a command-{id} stream. Events at or below the
+// send's known revision were applied already (the dispatcher's own appends,
+// a replayed tail) and are skipped, so applying is idempotent.
+func (st *state) apply(reg *domain.Registry, ev *eventstore.RecordedEvent, now time.Time, grace time.Duration) applied {
+	id, ok := parseCommandStream(ev.Stream)
+	if !ok {
+		return applied{}
+	}
+	s := st.sends[id]
+	if s != nil && ev.Revision <= s.rev {
+		return applied{}
+	}
+	e, err := reg.Decode(ev.Type, ev.Data)
+	if err != nil {
+		if s != nil {
+			st.setRev(s, ev.Revision)
+		}
+		return applied{err: err}
+	}
+	if issued, ok := e.(domain.CommandsIssued); ok {
+		if s == nil && issued.SendID == id {
+			if s = newSend(issued, ev.Revision, now, grace); s != nil {
+				st.add(s)
+				return applied{created: s}
+			}
+		}
+		return applied{}
+	}
+	if s == nil {
+		return applied{} // a send that is no longer (or never was) live
+	}
+	st.setRev(s, ev.Revision)
+	switch e := e.(type) {
+	case domain.CommandsSent:
+		st.claim(s, e.Index, e.Devices)
+	case domain.CommandExpired:
+		st.forget(s, e.Index)
+	}
+	return applied{}
+}
+
+// parseCommandStream returns the send id of a "command-{id}" stream.
+func parseCommandStream(stream string) (int64, bool) {
+	rest, ok := strings.CutPrefix(stream, "command-")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	return id, err == nil && id > 0
+}
