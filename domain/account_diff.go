@@ -118,6 +118,8 @@ func SummarizeAccountEvent(e Event) string {
 		return fmt.Sprintf("device %d bound", e.DeviceID)
 	case DeviceUnbound:
 		return fmt.Sprintf("device %d unbound", e.DeviceID)
+	case BillingCalled:
+		return e.summary()
 	}
 	if e == nil {
 		return ""

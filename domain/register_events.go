@@ -13,4 +13,5 @@ func RegisterEvents(r *Registry) {
 	registerAccountEvents(r)
 	registerCommandEvents(r)
 	registerDeviceEvents(r)
+	registerBillingEvents(r)
 }

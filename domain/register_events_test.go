@@ -55,6 +55,7 @@ func sampleEvents() []domain.Event {
 		domain.DeviceDisconnected{DeviceID: 1, Account: 42, Provider: 7, Node: "n1", Code: 1001, Reason: "shutdown", Seconds: 12},
 		domain.ViewingReported{DeviceID: 1, Account: 42, Provider: 7, Class: domain.DeviceSTB,
 			Sessions: []domain.ViewingSession{{Channel: 3, Mode: domain.ViewingDVR, Start: now, Seconds: 60}}},
+		domain.BillingCalled{AccountID: 42, Provider: 7, DeviceID: 1, Route: "tariff", Method: "GET", Path: "/api/tariff/5", Status: 504, LatencyMS: 10000, Failure: "timeout"},
 	}
 }
 
