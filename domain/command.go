@@ -70,6 +70,9 @@ const (
 	// MaxCommandHorizon bounds post_time and ttl: a command scheduled more
 	// than a year ahead is a mistake (a ttl in milliseconds, for one).
 	MaxCommandHorizon = 366 * 24 * time.Hour
+	// MaxReportedIDs bounds how many bad elements of ids one error names,
+	// so that a list of 10,000 wrong ids gets a readable answer.
+	MaxReportedIDs = 20
 )
 
 var (
@@ -94,9 +97,12 @@ type CommandSpec struct {
 }
 
 // SendCommands is a provider's request to push commands to devices.
-// SendID is allocated outside the domain; Scope is the provider of the
-// issuing admin (nil for a superadmin). Whether the ids exist and lie in
-// the scope is checked by the application layer, which sees the read model.
+// SendID is allocated outside the domain. Scope is the one provider the
+// send belongs to: the issuing admin's, or for a superadmin's send whose
+// targets all belong to one provider, that provider; nil when it spans
+// providers. It decides who may see the receipts. Whether the ids exist
+// and lie in the admin's scope is checked by the application layer, which
+// sees the read model.
 type SendCommands struct {
 	SendID     int64
 	Recipients Recipients
@@ -104,6 +110,44 @@ type SendCommands struct {
 	Commands   []CommandSpec
 	Broadcast  bool
 	Scope      *int64
+}
+
+// Stream returns the send's stream: command-{send id}.
+func (c SendCommands) Stream() string { return CommandStream(c.SendID) }
+
+// CommandSend is a command-{id} stream as the decision to issue it sees
+// it: issued or not. Deliveries and expiry are the dispatcher's business and
+// receipts live in their own stream; neither changes this state.
+type CommandSend struct {
+	SendID   int64
+	IssuedAt time.Time
+}
+
+// Issued reports whether the send was issued.
+func (s CommandSend) Issued() bool { return s.SendID != 0 }
+
+// CommandSendDecider returns the decider of a send: issuing it once.
+// Issuing an id that was issued before fails with ErrAlreadyExists.
+func CommandSendDecider() Decider[CommandSend, SendCommands] {
+	return Decider[CommandSend, SendCommands]{
+		Initial: func() CommandSend { return CommandSend{} },
+		Evolve: func(s CommandSend, e Event) CommandSend {
+			if e, ok := e.(CommandsIssued); ok {
+				return CommandSend{SendID: e.SendID, IssuedAt: e.IssuedAt}
+			}
+			return s
+		},
+		Decide: func(s CommandSend, c SendCommands, now time.Time) ([]Event, error) {
+			if s.Issued() {
+				return nil, alreadyExists("send", c.SendID)
+			}
+			issued, err := IssueCommands(c, now)
+			if err != nil {
+				return nil, err
+			}
+			return []Event{issued}, nil
+		},
+	}
 }
 
 // CommandField names field i of the commands list on the wire:
@@ -124,11 +168,7 @@ func IssueCommands(c SendCommands, now time.Time) (CommandsIssued, error) {
 	if c.Broadcast {
 		p.add("broadcast", "only false is supported")
 	}
-	ids, problem := cloneIDs(c.IDs, MaxSendIDs)
-	p.add("ids", problem)
-	if problem == "" && len(ids) == 0 {
-		p.add("ids", problemRequired)
-	}
+	ids := checkSendIDs(&p, c.IDs)
 	switch {
 	case len(c.Commands) == 0:
 		p.add("commands", problemRequired)
@@ -147,6 +187,38 @@ func IssueCommands(c SendCommands, now time.Time) (CommandsIssued, error) {
 		return CommandsIssued{}, err
 	}
 	return issued, nil
+}
+
+// SendIDField names element i of the ids list on the wire: "ids[3]".
+func SendIDField(i int) string { return "ids[" + strconv.Itoa(i) + "]" }
+
+// checkSendIDs validates the ids of a send, naming a bad element by its
+// index, and returns them without repeats, in the order given.
+func checkSendIDs(p *problems, ids []int64) []int64 {
+	switch {
+	case len(ids) == 0:
+		p.add("ids", problemRequired)
+		return nil
+	case len(ids) > MaxSendIDs:
+		p.add("ids", fmt.Sprintf("must hold at most %d ids", MaxSendIDs))
+		return nil
+	}
+	out := make([]int64, 0, len(ids))
+	seen := make(map[int64]struct{}, len(ids))
+	bad := 0
+	for i, id := range ids {
+		if id <= 0 {
+			if bad++; bad <= MaxReportedIDs {
+				p.add(SendIDField(i), problemPositive)
+			}
+			continue
+		}
+		if _, dup := seen[id]; !dup {
+			seen[id] = struct{}{}
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // checkCommand validates command i and returns its issued form.
@@ -260,19 +332,30 @@ func DeliveryID(sendID int64, index int, device int64) string {
 	return strconv.FormatInt(sendID, 10) + "." + strconv.Itoa(index) + "." + strconv.FormatInt(device, 10)
 }
 
-// ParseDeliveryID is the inverse of DeliveryID.
+// ParseDeliveryID is the inverse of DeliveryID: it accepts exactly what
+// DeliveryID writes (no signs, no leading zeros), since devices echo the id
+// they were sent.
 func ParseDeliveryID(s string) (sendID int64, index int, device int64, ok bool) {
 	a, rest, ok1 := strings.Cut(s, ".")
 	b, c, ok2 := strings.Cut(rest, ".")
 	if !ok1 || !ok2 {
 		return 0, 0, 0, false
 	}
-	var err1, err2, err3 error
-	sendID, err1 = strconv.ParseInt(a, 10, 64)
-	idx, err2 := strconv.ParseUint(b, 10, 8)
-	device, err3 = strconv.ParseInt(c, 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || sendID <= 0 || device <= 0 || int(idx) >= MaxSendCommands {
+	sendID, ok1 = canonicalInt(a)
+	idx, ok2 := canonicalInt(b)
+	device, ok3 := canonicalInt(c)
+	if !ok1 || !ok2 || !ok3 || sendID <= 0 || device <= 0 || idx >= MaxSendCommands {
 		return 0, 0, 0, false
 	}
 	return sendID, int(idx), device, true
+}
+
+// canonicalInt parses a non-negative decimal integer written as
+// strconv.FormatInt writes it.
+func canonicalInt(s string) (int64, bool) {
+	if s == "" || (len(s) > 1 && s[0] == '0') || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }

@@ -28,8 +28,9 @@ type IssuedCommand struct {
 }
 
 // CommandsIssued records a provider's send (POST
-// /api/provider/commands/send/...). Scope is the issuing admin's provider
-// (nil: a superadmin), so receipts are shown only within it.
+// /api/provider/commands/send/...). Scope is the provider the send belongs
+// to: the issuing admin's, or for a superadmin the one provider all targets
+// share (nil when they span providers); receipts are shown only within it.
 type CommandsIssued struct {
 	SendID     int64           `json:"send_id"`
 	Recipients Recipients      `json:"recipients"`
