@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # Extra arguments for `make run`, e.g. make run ARGS='--http :9090 --log-level debug'.
 ARGS     ?=
 
-.PHONY: all run build test bench lint fuzz clean
+.PHONY: all run build test bench bench-broadcast lint fuzz clean
 
 all: lint build test
 
@@ -25,9 +25,18 @@ build:
 test:
 	$(GO) test -race -count=1 ./...
 
-## bench: run every benchmark (no tests)
+## bench: run every Go benchmark (no tests), then the websocket load tool
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(MAKE) bench-broadcast
+
+# Devices and client processes of bench-broadcast.
+DEVICES ?= 10000
+PROCS   ?= 4
+
+## bench-broadcast: a user_message to a provider with DEVICES connected devices in PROCS client processes
+bench-broadcast: build
+	./bin/tvsm bench broadcast --devices $(DEVICES) --procs $(PROCS)
 
 ## lint: fail on unformatted files, then go vet
 lint:

@@ -68,7 +68,10 @@ func CurrentPrincipal(c *gin.Context) (Principal, bool) {
 // HTTP Basic credentials (spec §5.1) and stores the Principal in the
 // request's context (CurrentPrincipal, PrincipalFromContext). Missing,
 // malformed or wrong credentials are answered 401 with the JSON error body
-// and WWW-Authenticate: Basic realm="tvsm".
+// and WWW-Authenticate: Basic realm="tvsm". The client's address is given
+// to auth in the context (ClientAddress), so that ThrottleLogins can limit
+// failures per address; a throttled attempt is answered 429 with
+// Retry-After.
 func BasicAuth(auth Authenticator) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		login, password, msg := parseBasic(c.GetHeader("Authorization"))
@@ -76,13 +79,14 @@ func BasicAuth(auth Authenticator) gin.HandlerFunc {
 			unauthorized(c, msg)
 			return
 		}
-		p, err := auth.Authenticate(c.Request.Context(), login, password)
+		ctx := withClientAddress(c.Request.Context(), c.ClientIP())
+		p, err := auth.Authenticate(ctx, login, password)
 		switch {
 		case errors.Is(err, ErrBadCredentials):
 			unauthorized(c, "invalid login or password")
 			return
 		case err != nil:
-			WriteError(c, err)
+			writeAuthError(c, err) // 429 with Retry-After when throttled
 			return
 		}
 		c.Request = c.Request.WithContext(WithPrincipal(c.Request.Context(), p))

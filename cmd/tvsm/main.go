@@ -1,6 +1,9 @@
 // Command tvsm is the tvsm service and its operator tools.
 //
 //	tvsm serve      run the service
+//	tvsm simulate   run virtual devices against a node
+//	tvsm bench      load scenarios (broadcast)
+//	tvsm billing-check  check an operator billing against the spec
 //	tvsm version    print the version
 //	tvsm help       print this usage
 package main
@@ -39,6 +42,9 @@ const usageText = `tvsm: event-sourced subscriber management for IPTV operators.
 
 Usage:
   tvsm serve [flags]    run the service (tvsm help serve lists the flags)
+  tvsm simulate [flags] run virtual devices against a node (tvsm simulate -h)
+  tvsm bench broadcast  measure a provider-wide message to many devices
+  tvsm billing-check URL  check an operator's billing system (tvsm billing-check -h)
   tvsm version          print the version and build information
   tvsm help [command]   print this text, or a command's flags
 `
@@ -53,6 +59,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
 		return exitCode("serve", serve(ctx, rest, os.LookupEnv, stderr), stderr)
+	case "bench":
+		return exitCode("bench", benchCmd(ctx, rest, stdout, stderr), stderr)
+	case "simulate":
+		return exitCode("simulate", simulateCmd(ctx, rest, stdout, stderr), stderr)
+	case "billing-check":
+		return exitCode("billing-check", billingCheckCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
 	case "version":
 		if len(rest) > 0 {
 			fmt.Fprintf(stderr, "tvsm version: unexpected argument %q\n", rest[0])

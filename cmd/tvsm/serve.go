@@ -65,6 +65,10 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 		AdminLogin:            cfg.AdminLogin,
 		AdminPassword:         cfg.AdminPassword,
 		ReadYourWritesTimeout: cfg.ReadYourWritesTimeout,
+		NodeName:              cfg.NodeName,
+		Billing: node.BillingOptions{
+			Enabled: cfg.HasFeature(config.FeatureBilling), HeaderPrefix: cfg.BillingHeaderPrefix, Timeout: cfg.BillingTimeout,
+		},
 	})
 	if err != nil {
 		return err

@@ -67,6 +67,14 @@ type Config struct {
 	ReadYourWritesTimeout time.Duration
 	// EndOfDayLocation is the time zone whose midnight closes a statistics day.
 	EndOfDayLocation *time.Location
+	// NodeName names this node in delivery claims and connection events;
+	// empty means the host name.
+	NodeName string
+	// BillingHeaderPrefix starts the account and provider headers sent to
+	// billing (X-TVSM-; operators migrating from another product set theirs).
+	BillingHeaderPrefix string
+	// BillingTimeout bounds one proxied billing call.
+	BillingTimeout time.Duration
 }
 
 // Defaults returns the configuration used when nothing is set: everything
@@ -83,6 +91,8 @@ func Defaults() Config {
 		ShutdownTimeout:       15 * time.Second,
 		ReadYourWritesTimeout: 5 * time.Second,
 		EndOfDayLocation:      time.UTC,
+		BillingHeaderPrefix:   "X-TVSM-",
+		BillingTimeout:        10 * time.Second,
 	}
 }
 
@@ -292,6 +302,42 @@ var settings = []setting{
 			}
 			return c.EndOfDayLocation.String()
 		},
+	},
+	{
+		key:   "node_name",
+		usage: "`name` of this node in delivery claims and connection events (default: the host name)",
+		set: func(c *Config, v string) error {
+			if strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) {
+				return errors.New("must be printable ASCII without spaces")
+			}
+			c.NodeName = v
+			return nil
+		},
+		get: func(c *Config) string { return c.NodeName },
+	},
+	{
+		key:   "billing_header_prefix",
+		usage: "`prefix` of the account and provider headers sent to billing",
+		set: func(c *Config, v string) error {
+			if v == "" || strings.ContainsFunc(v, func(r rune) bool {
+				return !(r == '-' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+			}) {
+				return errors.New("must be a non-empty header name prefix (letters, digits, -)")
+			}
+			c.BillingHeaderPrefix = v
+			return nil
+		},
+		get: func(c *Config) string { return c.BillingHeaderPrefix },
+	},
+	{
+		key:   "billing_timeout",
+		usage: "longest `duration` of one proxied billing call (then 504)",
+		set: func(c *Config, v string) error {
+			d, err := parsePositiveDuration(v)
+			c.BillingTimeout = d
+			return err
+		},
+		get: func(c *Config) string { return c.BillingTimeout.String() },
 	},
 }
 

@@ -24,9 +24,15 @@ import (
 	"tvsm/eventstore"
 	"tvsm/httpapi"
 	"tvsm/internal/app"
+	"tvsm/internal/billing"
+	"tvsm/internal/devauth"
+	"tvsm/internal/schedule"
 	"tvsm/internal/service"
+	"tvsm/internal/throttle"
 	"tvsm/projections"
 	"tvsm/projections/readmodel"
+	"tvsm/wsgateway"
+	"tvsm/wsgateway/dispatch"
 )
 
 // DefaultAdminLogin is the login of the first superadmin when none is
@@ -54,6 +60,24 @@ type Options struct {
 	// the head of the log (default 10 minutes).
 	CatchUpTimeout time.Duration
 	Clock          func() time.Time
+	// AdminLogins and DeviceLogins throttle failed logins of the Basic-auth
+	// APIs and of the Device API (zero fields: 5 per login and 20 per
+	// address a minute; the clock defaults to Clock).
+	AdminLogins  throttle.GuardOptions
+	DeviceLogins throttle.GuardOptions
+	// DeviceTokenTTL is the lifetime of device tokens (default 30 days).
+	DeviceTokenTTL time.Duration
+	// Sockets configures the device websocket hub; the command dispatcher
+	// installs its hooks in front of any set here.
+	Sockets wsgateway.Options
+	// Timers drives the dispatcher's delivery rules and timers (default the
+	// system clock); tests pass a testutil.Clock.
+	Timers schedule.Clock
+	// NodeName names this node in delivery claims and connection events
+	// (default the host name).
+	NodeName string
+	// Billing configures the billing proxy (off by default).
+	Billing BillingOptions
 }
 
 // Node is a running node. Close stops it.
@@ -65,6 +89,14 @@ type Node struct {
 	Runner   *projections.Runner
 	Service  *service.Service
 	Engine   *gin.Engine
+	// Hub holds the devices' websockets (GET /api/device/ws); Dispatcher
+	// delivers provider commands to them.
+	Hub        *wsgateway.Hub
+	Dispatcher *dispatch.Dispatcher
+	// Auth checks admins' Basic credentials, throttled: routes mounted
+	// outside httpapi.Mount use httpapi.BasicAuth(n.Auth). Device routes use
+	// httpapi.DeviceAuth(n.Service).
+	Auth httpapi.Authenticator
 	// GeneratedPassword is the superadmin password Start generated, if any.
 	GeneratedPassword string
 
@@ -75,6 +107,10 @@ type Node struct {
 	cron     *cron.Cron
 	stop     context.CancelFunc
 	done     chan struct{}
+
+	gatewayDone   chan struct{} // closed when the dispatcher's Run returned
+	journal       *billing.Journal
+	billingClient *billing.Client
 }
 
 // Start builds a node on store and returns once its read model has caught
@@ -110,6 +146,7 @@ func Start(ctx context.Context, store eventstore.Store, opts Options) (*Node, er
 	n.Registry = domain.NewRegistry()
 	domain.RegisterEvents(n.Registry)
 	app.RegisterEvents(n.Registry)
+	devauth.RegisterEvents(n.Registry)
 
 	n.Model = readmodel.New(n.Registry)
 	started := time.Now()
@@ -149,9 +186,15 @@ func Start(ctx context.Context, store eventstore.Store, opts Options) (*Node, er
 		n.shutdownRunner()
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	tokens, err := deviceTokens(ctx, store, n.Registry, opts)
+	if err != nil {
+		n.shutdownRunner()
+		return nil, err
+	}
 	n.Service, err = service.New(service.Config{
 		Executor: n.Executor, Model: n.Model, Applied: n.Runner.Progress(), Store: store, Registry: n.Registry,
 		ReadYourWritesTimeout: opts.ReadYourWritesTimeout, BcryptCost: opts.BcryptCost, Logger: n.log, Clock: opts.Clock,
+		DeviceTokens: tokens,
 	})
 	if err != nil {
 		n.shutdownRunner()
@@ -162,20 +205,64 @@ func Start(ctx context.Context, store eventstore.Store, opts Options) (*Node, er
 		return nil, fmt.Errorf("node: admin bootstrap: %w", err)
 	}
 
+	if err := n.startGateway(runCtx, opts); err != nil {
+		n.shutdownRunner()
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	billingOpts, err := n.billingProxy(opts)
+	if err != nil {
+		n.closeGateway()
+		n.shutdownRunner()
+		return nil, fmt.Errorf("node: billing: %w", err)
+	}
+	if opts.Metrics != nil {
+		registerGatewayMetrics(opts.Metrics, n.Dispatcher, n.journal)
+	}
 	n.Engine = httpapi.New(httpapi.Options{Logger: n.log, Metrics: opts.Metrics, Ready: n.ready})
+	n.Auth = httpapi.ThrottleLogins(
+		httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost}),
+		throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock)))
 	httpapi.Mount(n.Engine, httpapi.API{
-		Auth:     httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost}),
-		Admin:    n.Service,
-		Provider: n.Service,
+		Auth:         n.Auth,
+		Admin:        n.Service,
+		Provider:     n.Service,
+		Device:       n.Service,
+		Sockets:      n.Hub,
+		DeviceLogins: throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock)),
+		Commands:     n.Service,
+		Billing:      billingOpts,
 	})
 
-	n.cron = cron.New(cron.WithLocation(time.UTC), cron.WithChain(cron.Recover(cron.DiscardLogger), cron.SkipIfStillRunning(cron.DiscardLogger)))
+	n.cron = schedule.NewCron(n.log)
 	if _, err := n.cron.AddFunc(opts.SnapshotSpec, func() { n.snapshot() }); err != nil {
+		n.closeGateway()
 		n.shutdownRunner()
 		return nil, fmt.Errorf("node: snapshot schedule %q: %w", opts.SnapshotSpec, err)
 	}
 	n.cron.Start()
 	return n, nil
+}
+
+// deviceTokens returns the signer of device tokens, with the key every
+// node on store shares (created by the first node to start).
+func deviceTokens(ctx context.Context, store eventstore.Store, reg *domain.Registry, opts Options) (*devauth.Signer, error) {
+	key, err := devauth.LoadKey(ctx, store, reg, opts.Clock())
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	s, err := devauth.NewSigner(key, devauth.Options{TTL: opts.DeviceTokenTTL, Clock: opts.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	return s, nil
+}
+
+// withClock gives o the node's clock unless it has its own.
+func withClock(o throttle.GuardOptions, clock func() time.Time) throttle.GuardOptions {
+	if o.Clock == nil {
+		o.Clock = clock
+	}
+	return o
 }
 
 func waitCaughtUp(ctx context.Context, caughtUp <-chan struct{}, timeout time.Duration) error {
@@ -205,6 +292,9 @@ func (n *Node) ready(context.Context) error {
 	if !n.Runner.Stats().CaughtUp {
 		return errors.New("read model catching up")
 	}
+	if !n.Dispatcher.CaughtUp() {
+		return errors.New("command dispatcher catching up")
+	}
 	return nil
 }
 
@@ -231,12 +321,14 @@ func (n *Node) shutdownRunner() {
 	<-n.done
 }
 
-// Close stops the schedules and the read model runner and writes a final
-// snapshot, so the next start replays only what comes after it. It does not
-// close the store, which the caller opened.
+// Close stops the schedules, closes the devices' websockets (the dispatcher
+// saves its pending commands), stops the read model runner and writes a
+// final snapshot, so the next start replays only what comes after it. It
+// does not close the store, which the caller opened.
 func (n *Node) Close() error {
 	ctx := n.cron.Stop()
 	<-ctx.Done()
+	n.closeGateway()
 	n.shutdownRunner()
 	n.snapshot()
 	return nil

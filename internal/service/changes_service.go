@@ -144,8 +144,12 @@ func (s *Service) Changes(ctx context.Context, c Caller, after eventstore.Positi
 }
 
 // feedChange describes a recorded event; ok is false for streams outside the
-// feed.
+// feed and for journal events that change nothing a sync job reads (billing
+// calls), so they do not make it re-fetch the account.
 func (s *Service) feedChange(rec eventstore.RecordedEvent) (Change, bool) {
+	if rec.Type == domain.BillingCalledType {
+		return Change{}, false
+	}
 	for _, k := range feedKinds {
 		rest, found := strings.CutPrefix(rec.Stream, k.prefix)
 		if !found {

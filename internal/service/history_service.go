@@ -29,8 +29,7 @@ type HistoryEntry struct {
 // domain.ErrNotFound when the account never existed and ErrForbidden when
 // it belongs to a provider outside the caller's scope.
 func (s *Service) AccountHistory(ctx context.Context, c Caller, id int64) ([]HistoryEntry, error) {
-	stream := domain.AccountStream(id)
-	recs, err := s.cfg.Store.ReadStream(ctx, stream, eventstore.Start, 0)
+	envs, err := s.readEnvelopes(ctx, domain.AccountStream(id))
 	if errors.Is(err, eventstore.ErrStreamNotFound) {
 		return nil, fmt.Errorf("account %d: %w", id, domain.ErrNotFound)
 	}
@@ -39,23 +38,16 @@ func (s *Service) AccountHistory(ctx context.Context, c Caller, id int64) ([]His
 	}
 	d := domain.AccountDecider()
 	st := d.Initial()
-	out := make([]HistoryEntry, 0, len(recs))
-	for i, rec := range recs {
-		e, err := s.cfg.Registry.Decode(rec.Type, rec.Data)
-		if err != nil {
-			return nil, fmt.Errorf("%s@%d: %w", stream, rec.Revision, err)
-		}
-		md, err := domain.DecodeMetadata(rec.Metadata)
-		if err != nil {
-			return nil, fmt.Errorf("%s@%d: %w", stream, rec.Revision, err)
-		}
+	out := make([]HistoryEntry, 0, len(envs))
+	for i, env := range envs {
+		e := env.Event
 		out = append(out, HistoryEntry{
-			Revision:  rec.Revision,
+			Revision:  uint64(i), // read from the start: revisions are dense
 			Type:      e.EventType(),
 			Summary:   domain.SummarizeAccountEvent(e),
-			Time:      md.OccurredAt,
-			Actor:     md.Actor.String(),
-			RequestID: md.RequestID,
+			Time:      env.OccurredAt,
+			Actor:     env.Actor.String(),
+			RequestID: env.RequestID,
 			Changes:   st.Diff(e),
 		})
 		st = d.Evolve(st, e)

@@ -16,6 +16,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/internal/app"
+	"tvsm/internal/devauth"
 	"tvsm/projections/readmodel"
 )
 
@@ -41,6 +42,9 @@ type Config struct {
 	// Clock is the time of reads that depend on it (services available now);
 	// default time.Now. Give it the executor's clock.
 	Clock func() time.Time
+	// DeviceTokens signs and verifies device tokens (Device API); the
+	// device methods fail without it.
+	DeviceTokens *devauth.Signer
 }
 
 // Service is safe for concurrent use.

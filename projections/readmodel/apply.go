@@ -22,6 +22,11 @@ const (
 	kindChannel
 	kindCategory
 	kindAdmin
+	// kindCommand and kindDevice are followed for device authorisation:
+	// `update` commands drop it, and connections stamp a device's last
+	// connection time.
+	kindCommand
+	kindDevice
 )
 
 // streamKinds are the stream name prefixes of the aggregates the model
@@ -36,6 +41,40 @@ var streamKinds = []struct {
 	{idPrefix(domain.ChannelStream), kindChannel},
 	{idPrefix(domain.CategoryStream), kindCategory},
 	{domain.AdminStream(""), kindAdmin},
+	{idPrefix(domain.CommandStream), kindCommand},
+	{idPrefix(domain.DeviceStream), kindDevice},
+}
+
+// ignoredTypes are the event types the model has no use for: most of the
+// command and device streams, and the billing journal in account streams.
+// The filter keeps them away (a device's viewing reports above all: they
+// are the bulk of the log), and Apply passes over them should one arrive
+// anyway.
+var ignoredTypes = []string{
+	domain.CommandsSentType, domain.CommandExpiredType, domain.CommandsAckedType, domain.CommandsConfirmedType,
+	domain.DeviceDisconnectedType, domain.ViewingReportedType, domain.BillingCalledType,
+}
+
+// typeFamily returns an event type name without its version: the prefix
+// that matches every version of it ("AccountCreated." for
+// "AccountCreated.v1"), so that old versions read through upcasters pass
+// the filter too.
+func typeFamily(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		return name[:i+1]
+	}
+	return name
+}
+
+// ignored reports whether events of type name are passed over.
+func ignored(name string) bool {
+	family := typeFamily(name)
+	for _, t := range ignoredTypes {
+		if typeFamily(t) == family {
+			return true
+		}
+	}
+	return false
 }
 
 // idPrefix returns what stream puts before an id: "account-" for
@@ -72,6 +111,7 @@ type change struct {
 	id    int64  // from the stream name; admins: 0
 	login string // admins: from the stream name
 	rev   uint64 // the event's revision in its stream
+	pos   uint64 // the event's commit position in the log
 	event domain.Event
 	at    int64 // unix seconds the event happened (AccountCreated, DeviceBound) or was recorded
 }
@@ -122,10 +162,11 @@ func (m *Model) Apply(ctx context.Context, events []eventstore.RecordedEvent, _ 
 // anyway) and unknown event types (then c.kind is set).
 func (m *Model) decode(ev *eventstore.RecordedEvent) (c change, ok bool, err error) {
 	c.kind, c.id, c.login, ok = parseStream(ev.Stream)
-	if !ok {
+	if !ok || ignored(ev.Type) {
 		return change{}, false, nil
 	}
 	c.rev = ev.Revision
+	c.pos = ev.Position.Commit
 	c.at = ev.Created.Unix()
 	c.event, err = m.reg.Decode(ev.Type, ev.Data)
 	if errors.Is(err, domain.ErrUnknownEventType) {
@@ -135,8 +176,8 @@ func (m *Model) decode(ev *eventstore.RecordedEvent) (c change, ok bool, err err
 		return change{}, false, err
 	}
 	switch c.event.(type) {
-	case domain.AccountCreated, domain.DeviceBound:
-		// Their time is shown (created); take it from the metadata, which
+	case domain.AccountCreated, domain.DeviceBound, domain.DeviceConnected:
+		// Their time is shown (created, last connected); take it from the metadata, which
 		// says when it happened, falling back to when it was recorded.
 		if md, err := domain.DecodeMetadata(ev.Metadata); err == nil {
 			c.at = md.OccurredAt.Unix()
@@ -180,6 +221,10 @@ func (s *state) apply(ev *evolvers, c *change) {
 		applyVersioned(s.categories, c.id, c, ev.category)
 	case kindAdmin:
 		applyVersioned(s.admins, c.login, c, ev.admin)
+	case kindCommand:
+		s.applyCommand(c)
+	case kindDevice:
+		s.applyDevice(c)
 	}
 }
 

@@ -128,6 +128,41 @@ func (e *env) newAccount(provider int64, login, fullname string, opts ...func(*d
 	return id
 }
 
+// appendEvent appends e to stream as a node outside the aggregates does
+// (command sends, device sessions), and returns its log position.
+func (e *env) appendEvent(stream string, ev domain.Event) eventstore.Position {
+	e.t.Helper()
+	typ, data, err := e.reg.Encode(ev)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	at := base.Add(time.Duration(e.tick.Add(1)) * time.Second)
+	md, err := domain.EncodeMetadata(domain.Envelope{Event: ev, OccurredAt: at, Actor: domain.SystemActor(), RequestID: "append"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	res, err := e.store.Append(context.Background(), stream, eventstore.Any,
+		eventstore.EventData{ID: eventstore.NewEventID(), Type: typ, Data: data, Metadata: md})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res.Position
+}
+
+// issueUpdate appends a send of an `update` command (and, when also is
+// given, that command too) to recipients ids.
+func (e *env) issueUpdate(sendID int64, recipients domain.Recipients, ids []int64, kinds ...domain.CommandKind) eventstore.Position {
+	e.t.Helper()
+	if len(kinds) == 0 {
+		kinds = []domain.CommandKind{domain.CommandUpdate}
+	}
+	ev := domain.CommandsIssued{SendID: sendID, Recipients: recipients, IDs: ids, IssuedAt: base}
+	for _, k := range kinds {
+		ev.Commands = append(ev.Commands, domain.IssuedCommand{Kind: k, Object: []byte(`{"command":"` + string(k) + `"}`)})
+	}
+	return e.appendEvent(domain.CommandStream(sendID), ev)
+}
+
 func (e *env) nextID(kind string) int64 {
 	e.t.Helper()
 	id, err := e.x.NextID(context.Background(), kind)
@@ -280,6 +315,9 @@ func applyTypical(t testing.TB, m *Model, f *feed, n, providers int) {
 		for _, e := range typicalAccount(id, p) {
 			batch = append(batch, f.record(domain.AccountStream(id), e, base))
 		}
+		for _, c := range typicalConnections(id, p) {
+			batch = append(batch, f.record(domain.DeviceStream(c.DeviceID), c, base))
+		}
 		if len(batch) >= 4000 || id == int64(n) {
 			if err := m.Apply(context.Background(), batch, projections.Replay); err != nil {
 				t.Fatal(err)
@@ -302,7 +340,26 @@ func buildTypical(m *Model, n, providers int) {
 			m.st.pos = eventstore.Position{Commit: uint64(id), Prepare: uint64(id)}
 			m.mu.Unlock()
 		}
+		for _, e := range typicalConnections(id, p) {
+			c := change{kind: kindDevice, id: e.DeviceID, event: e, at: base.Unix()}
+			m.mu.Lock()
+			m.st.apply(&m.ev, &c)
+			m.mu.Unlock()
+		}
 	}
+}
+
+// typicalConnections are the websocket connections of a typical account's
+// devices: every device has connected once, so its last connection is
+// kept.
+func typicalConnections(id, provider int64) []domain.DeviceConnected {
+	var out []domain.DeviceConnected
+	for _, e := range typicalAccount(id, provider) {
+		if b, ok := e.(domain.DeviceBound); ok {
+			out = append(out, domain.DeviceConnected{DeviceID: b.DeviceID, Account: id, Provider: provider})
+		}
+	}
+	return out
 }
 
 // dump renders every answer of the model's queries, for comparing two
@@ -351,6 +408,11 @@ func dump(t testing.TB, m *Model) []any {
 		add("device", []any{v, ok})
 		u, ok := m.DeviceByUniqueID(d.UniqueID)
 		add("device by uid", []any{u, ok})
+		at, ok := m.DeviceLastConnected(d.ID)
+		add("last connected", []any{at, ok})
+		for _, since := range []uint64{0, st.Position.Commit / 2, st.Position.Commit} {
+			add("dropped", m.AuthorizationDropped(d.ID, d.Account, d.Provider, since))
+		}
 	}
 	providers := must(m.ListProviders(ProviderQuery{Scope: AllProviders})).(List[domain.Provider]).Slice()
 	add("providers", providers)

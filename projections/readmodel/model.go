@@ -1,6 +1,7 @@
 package readmodel
 
 import (
+	"slices"
 	"sync"
 
 	"tvsm/domain"
@@ -11,7 +12,7 @@ import (
 // Name is the projection name of the read model, the key of its checkpoint
 // and snapshot. Change it (readmodel.v2) when the state's shape or meaning
 // changes: a new name means a full replay (PITFALLS.md 12).
-const Name = "readmodel.v1"
+const Name = "readmodel.v2"
 
 // Model is the in-memory read model of providers, tariffs, channels,
 // categories, administrators and accounts with their subscriptions and
@@ -47,14 +48,23 @@ func New(reg *domain.Registry) *Model {
 func (m *Model) Name() string { return Name }
 
 // Filter implements projections.Handler: the streams of the aggregates the
-// model shows. The application layer's bookkeeping streams (ids-*, idem-*,
-// login-*) and the command and device streams are not among them.
+// model shows, and the command and device streams for device authorisation.
+// The application layer's bookkeeping streams (ids-*, idem-*, login-*) are
+// not among them. The event types are every registered type (any version)
+// except those of ignoredTypes, so delivery claims, receipts and viewing
+// reports never reach the model.
 func (m *Model) Filter() eventstore.Filter {
 	prefixes := make([]string, len(streamKinds))
 	for i, k := range streamKinds {
 		prefixes[i] = k.prefix
 	}
-	return eventstore.Filter{StreamPrefixes: prefixes}
+	var types []string
+	for _, name := range m.reg.Types() {
+		if f := typeFamily(name); !ignored(name) && !slices.Contains(types, f) {
+			types = append(types, f)
+		}
+	}
+	return eventstore.Filter{StreamPrefixes: prefixes, EventTypePrefixes: types}
 }
 
 // Position returns the log position of the newest event applied (or of the

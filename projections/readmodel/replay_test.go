@@ -33,6 +33,14 @@ func churn(le *listEnv) {
 	devs := le.m.AccountDevices(le.acc1[3])
 	le.account(domain.UnbindDevice{AccountID: le.acc1[3], DeviceID: devs[0].ID})
 	le.newAccount(2, "late", "Late Comer")
+	// Device authorisation: connections, and `update` sends to a device,
+	// an account and a provider, and a send without `update`.
+	devs = le.m.AccountDevices(le.acc1[4])
+	le.appendEvent(domain.DeviceStream(devs[0].ID), domain.DeviceConnected{DeviceID: devs[0].ID, Account: le.acc1[4], Provider: 1})
+	le.issueUpdate(901, domain.RecipientDevices, []int64{devs[0].ID})
+	le.issueUpdate(902, domain.RecipientAccounts, []int64{le.acc1[5], le.acc1[1]})
+	le.issueUpdate(903, domain.RecipientProviders, []int64{2})
+	le.issueUpdate(904, domain.RecipientProviders, []int64{1}, domain.CommandReinit)
 }
 
 // TestApplyIdempotent applies the whole log once to one model and twice,

@@ -69,6 +69,10 @@ type capture struct {
 	subs     int
 	devs     int
 	deleted  []snapTombstone
+	// drops and seen are the authorisation state: drops of providers,
+	// accounts and devices, and last connections, each by id.
+	drops [3][]idValue
+	seen  []idValue
 	// perProvider counts the accounts of each provider, for the loader
 	// to size its login indexes.
 	perProvider []providerCount
@@ -104,8 +108,18 @@ func (m *Model) capture() *capture {
 		for id, t := range s.deleted {
 			c.deleted = append(c.deleted, snapTombstone{id, t})
 		}
+		for i, m := range s.drops.all() {
+			c.drops[i] = idValues(m, func(v uint64) int64 { return int64(v) })
+		}
+		c.seen = idValues(s.seen, func(v int64) int64 { return v })
 	})
 	slices.SortFunc(c.deleted, func(a, b snapTombstone) int { return cmp.Compare(a.id, b.id) })
+	// Drops are few: sorted, for a stable payload. Last connections are
+	// one per device; sorting a million of them would double the time a
+	// snapshot takes, and the loader needs no order.
+	for _, l := range c.drops {
+		slices.SortFunc(l, func(a, b idValue) int { return cmp.Compare(a.id, b.id) })
+	}
 	slices.SortFunc(c.perProvider, func(a, b providerCount) int { return cmp.Compare(a.id, b.id) })
 	return c
 }
@@ -131,6 +145,18 @@ type snapEntry[K cmp.Ordered, T any] struct {
 type snapTombstone struct {
 	id int64
 	tombstone
+}
+
+// idValue is an entry of an id-keyed map of numbers (drops, connections).
+type idValue struct{ id, v int64 }
+
+// idValues returns the entries of m, in no particular order.
+func idValues[V any](m map[int64]V, conv func(V) int64) []idValue {
+	out := make([]idValue, 0, len(m))
+	for id, v := range m {
+		out = append(out, idValue{id, conv(v)})
+	}
+	return out
 }
 
 // entries returns copies of a small-entity map's entries, by key.

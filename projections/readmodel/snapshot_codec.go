@@ -24,10 +24,16 @@ import (
 //	    subscriptions: count | each id, tariff, start, start ns, stop, stop ns (varints)
 //	    devices: count | each id, created (varint) | uid length, model length (uvarint) | class (byte) | text (string)
 //	tombstones: count | each id (varint), rev (uvarint), provider (varint)
+//	authorisation drops of providers, accounts, devices: three times count | each id (varint), commit position (uvarint)
+//	last connections: count | each device id, unix seconds (varint)
 //	end: magic "END"
+//
+// Format 2 added the authorisation state; a format 1 snapshot was taken
+// without the command streams, so it cannot be completed from the log's
+// tail and is refused (the node replays the whole log).
 const (
 	snapMagic    = "TVSMRM"
-	snapFormat   = 1
+	snapFormat   = 2
 	snapEnd      = "END"
 	flushAt      = 64 << 10
 	maxSnapText  = 1 << 24 // no string in a snapshot is longer
@@ -68,6 +74,18 @@ func (c *capture) encode(w io.Writer) error {
 		e.varint(t.id)
 		e.uvarint(t.rev)
 		e.varint(t.provider)
+	}
+	for _, l := range c.drops {
+		e.uvarint(uint64(len(l)))
+		for _, x := range l {
+			e.varint(x.id)
+			e.uvarint(uint64(x.v))
+		}
+	}
+	e.uvarint(uint64(len(c.seen)))
+	for _, x := range c.seen {
+		e.varint(x.id)
+		e.varint(x.v)
 	}
 	e.raw(snapEnd)
 	return e.flush()
@@ -195,6 +213,16 @@ func decodeState(r io.Reader) (*state, error) {
 	for n := d.count(); n > 0 && d.err == nil; n-- {
 		id, rev, provider := d.varint(), d.uvarint(), d.varint()
 		s.deleted[id] = tombstone{rev: rev, provider: provider}
+	}
+	for _, m := range s.drops.all() {
+		for n := d.count(); n > 0 && d.err == nil; n-- {
+			id, pos := d.varint(), d.uvarint()
+			m[id] = pos
+		}
+	}
+	for n := d.count(); n > 0 && d.err == nil; n-- {
+		id, at := d.varint(), d.varint()
+		s.seen[id] = at
 	}
 	if end := d.fixed(len(snapEnd)); d.err == nil && end != snapEnd {
 		return nil, fmt.Errorf("%w: bad end marker %q", errSnapshotFormat, end)

@@ -26,6 +26,9 @@ type state struct {
 	devs     map[int64]int64    // device id → account id
 	uids     map[string]int64   // device unique id → device id
 	uidDups  map[string][]int64 // more devices with a unique id in uids (normally none)
+
+	drops drops           // authorisation drops by `update` commands
+	seen  map[int64]int64 // device id → unix seconds of its last connection
 }
 
 // tombstone is what stays of a deleted account: its stream's revision, for
@@ -75,6 +78,8 @@ func newStateSized(accounts, subs, devs int) *state {
 		devs:       make(map[int64]int64, devs),
 		uids:       make(map[string]int64, devs),
 		uidDups:    make(map[string][]int64),
+		drops:      newDrops(),
+		seen:       make(map[int64]int64),
 	}
 }
 
@@ -141,6 +146,7 @@ func (s *state) removeAccount(old *account) {
 	if l := old.login(); pi.logins[l] == old.id {
 		delete(pi.logins, l)
 	}
+	delete(s.drops.accounts, old.id)
 	s.syncSubs(pi, old.id, old.subs, nil)
 	s.syncDevs(pi, old.id, old.devs, nil)
 }
@@ -179,6 +185,7 @@ func (s *state) syncDevs(pi *provIndex, id int64, old, cur []dev) {
 				s.all.devs.Remove(x.id)
 				pi.devs.Remove(x.id)
 				s.removeUID(x.uniqueID(), x.id)
+				s.forgetDevice(x.id)
 			}
 		},
 		func(x *dev) {

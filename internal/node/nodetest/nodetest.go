@@ -18,8 +18,12 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"tvsm/domain"
+	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
 	"tvsm/internal/node"
+	"tvsm/internal/schedule"
+	"tvsm/internal/throttle"
 )
 
 // Superadmin credentials every Env starts with.
@@ -50,6 +54,36 @@ type Options struct {
 	Dir    string
 	Logger *slog.Logger
 	Clock  func() time.Time
+	// Setup runs once the node has started, before its HTTP server does:
+	// tests mount routes there that the node does not mount yet.
+	Setup func(*node.Node)
+	// AdminLogins and DeviceLogins throttle failed logins. Zero limits are
+	// generous here (1000 per login, 10000 per address a minute), so that
+	// tests failing logins on purpose are not throttled; tests of the
+	// throttle set their own.
+	AdminLogins, DeviceLogins throttle.GuardOptions
+	// DeviceTokenTTL is the lifetime of device tokens (default 30 days).
+	DeviceTokenTTL time.Duration
+	// Store, when set, is used instead of a new store in Dir, and is left
+	// open at the end: give a second Env the first one's Store to run two
+	// nodes on one log.
+	Store *embedded.Store
+	// Timers drives the command dispatcher's delivery rules (default the
+	// system clock); pass the testutil.Clock whose Now is Clock.
+	Timers schedule.Clock
+	// Billing turns the billing proxy on (node.BillingOptions).
+	Billing node.BillingOptions
+}
+
+// generous returns o with zero limits raised for tests.
+func generous(o throttle.GuardOptions) throttle.GuardOptions {
+	if o.LoginLimit == 0 {
+		o.LoginLimit = 1000
+	}
+	if o.AddressLimit == 0 {
+		o.AddressLimit = 10000
+	}
+	return o
 }
 
 // Start starts a node with default options; see StartWith.
@@ -65,9 +99,14 @@ func StartWith(t testing.TB, o Options) *Env {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	store, err := embedded.Open(filepath.Join(o.Dir, "events"), embedded.Options{Logger: o.Logger})
-	if err != nil {
-		t.Fatalf("nodetest: open store: %v", err)
+	store, closeStore := o.Store, func() error { return nil }
+	if store == nil {
+		var err error
+		store, err = embedded.Open(filepath.Join(o.Dir, "events"), embedded.Options{Logger: o.Logger})
+		if err != nil {
+			t.Fatalf("nodetest: open store: %v", err)
+		}
+		closeStore = store.Close
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -75,10 +114,15 @@ func StartWith(t testing.TB, o Options) *Env {
 		DataDir: filepath.Join(o.Dir, "node"), Logger: o.Logger,
 		AdminLogin: SuperLogin, AdminPassword: SuperPassword,
 		BcryptCost: bcrypt.MinCost, Clock: o.Clock,
+		AdminLogins: generous(o.AdminLogins), DeviceLogins: generous(o.DeviceLogins), DeviceTokenTTL: o.DeviceTokenTTL,
+		Timers: o.Timers, Billing: o.Billing, NodeName: "test",
 	})
 	if err != nil {
-		store.Close()
+		_ = closeStore()
 		t.Fatalf("nodetest: start node: %v", err)
+	}
+	if o.Setup != nil {
+		o.Setup(n)
 	}
 	srv := httptest.NewServer(n.Engine)
 	var once sync.Once
@@ -88,7 +132,7 @@ func StartWith(t testing.TB, o Options) *Env {
 			if err := n.Close(); err != nil {
 				t.Errorf("nodetest: close node: %v", err)
 			}
-			if err := store.Close(); err != nil {
+			if err := closeStore(); err != nil {
 				t.Errorf("nodetest: close store: %v", err)
 			}
 		})
@@ -152,4 +196,37 @@ func (e *Env) DoHeader(t testing.TB, method, path, login, password string, body 
 func (e *Env) Super(t testing.TB, method, path string, body any) (int, []byte) {
 	t.Helper()
 	return e.Do(t, method, path, e.SuperLogin, e.SuperPassword, body)
+}
+
+// AppendEvent appends ev to stream directly, as a part of tvsm without an
+// HTTP route would (a command send, a device session), and waits until the
+// node's read model has applied it. It returns the event's position.
+func (e *Env) AppendEvent(t testing.TB, stream string, ev domain.Event) eventstore.Position {
+	t.Helper()
+	typ, data, err := e.Node.Registry.Encode(ev)
+	if err != nil {
+		t.Fatalf("nodetest: encode %T: %v", ev, err)
+	}
+	md, err := domain.EncodeMetadata(domain.Envelope{Event: ev, OccurredAt: time.Now(), Actor: domain.SystemActor(), RequestID: "nodetest"})
+	if err != nil {
+		t.Fatalf("nodetest: encode metadata: %v", err)
+	}
+	res, err := e.Store.Append(context.Background(), stream, eventstore.Any,
+		eventstore.EventData{ID: eventstore.NewEventID(), Type: typ, Data: data, Metadata: md})
+	if err != nil {
+		t.Fatalf("nodetest: append to %s: %v", stream, err)
+	}
+	e.WaitApplied(t, res.Position)
+	return res.Position
+}
+
+// WaitApplied waits (at most 10 s) until the node's read model has applied
+// pos; a node sharing another's Store waits for its own model.
+func (e *Env) WaitApplied(t testing.TB, pos eventstore.Position) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Node.Runner.Progress().Wait(ctx, pos); err != nil {
+		t.Fatalf("nodetest: read model did not apply %v: %v", pos, err)
+	}
 }

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"tvsm/internal/loadtest"
+)
+
+const benchUsage = `Usage: tvsm bench broadcast [flags]
+
+Starts a node (tvsm serve) on a free loopback port with a fresh data
+directory, connects virtual devices from several tvsm simulate processes
+(one 127.0.0.x source address each), sends one user_message to the
+provider and reports the time until every device has it, messages per
+second and the server memory per idle connected device.
+
+Flags:
+`
+
+// benchCmd runs `tvsm bench SCENARIO`.
+func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "broadcast" {
+		fmt.Fprint(stderr, benchUsage)
+		return &configError{fmt.Errorf("the scenario must be broadcast")}
+	}
+	o := loadtest.BroadcastOptions{Log: stderr}
+	fs := flag.NewFlagSet("bench broadcast", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
+	fs.IntVar(&o.Devices, "devices", 10000, "virtual devices")
+	fs.IntVar(&o.Procs, "procs", 4, "client processes")
+	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "bound of the whole run")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.Binary = bin
+	res, err := loadtest.Broadcast(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, res)
+	return nil
+}

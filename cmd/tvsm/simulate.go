@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"tvsm/internal/simulate"
+)
+
+// simulateUsage heads `tvsm simulate -h`.
+const simulateUsage = `Usage: tvsm simulate [flags]
+
+Runs virtual devices against a tvsm node: each logs in through the Device
+API, holds a websocket, acknowledges every command, confirms confirm
+messages and reports viewing. A progress line shows the live figures.
+
+Flags:
+`
+
+// simulateCmd runs `tvsm simulate`.
+func simulateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o simulate.Options
+	var admin string
+	var asJSON bool
+	var progressEvery time.Duration
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, simulateUsage); fs.PrintDefaults() }
+	fs.StringVar(&o.URL, "url", "http://127.0.0.1:8080", "base `URL` of the node")
+	fs.Int64Var(&o.Provider, "provider", 1, "provider `id` of the accounts")
+	fs.IntVar(&o.Devices, "devices", 100, "number of virtual devices")
+	fs.IntVar(&o.First, "first", 0, "number of the first device (to split devices over processes)")
+	fs.StringVar(&o.LoginFormat, "login-format", "sim%06d", "account login of account `n` (fmt verb)")
+	fs.StringVar(&o.Password, "password", "sim", "accounts' password in clear (its md5 is sent)")
+	fs.IntVar(&o.DevicesPerAccount, "devices-per-account", 1, "devices sharing one account")
+	fs.StringVar(&o.UniquePrefix, "unique-prefix", "sim-", "prefix of device unique ids")
+	fs.StringVar(&o.SourceIP, "source-ip", "", "local `IP` to connect from (e.g. 127.0.0.2)")
+	fs.DurationVar(&o.ViewEvery, "view-every", time.Minute, "period of viewing reports (0: none)")
+	fs.IntVar(&o.ConnectRate, "connect-rate", 500, "logins per second")
+	fs.IntVar(&o.StopAfterCommands, "stop-after-commands", 0, "exit once every device received `n` commands (0: run until interrupted)")
+	fs.StringVar(&admin, "admin", "", "`login:password` of an admin: create missing accounts first")
+	fs.Int64Var(&o.Tariff, "tariff", 0, "with -admin: subscribe created accounts to this tariff `id`")
+	fs.BoolVar(&asJSON, "json", false, "print the final figures as JSON on stdout")
+	fs.DurationVar(&progressEvery, "progress", time.Second, "period of the progress line on stderr (0: none)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &configError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if admin != "" {
+		user, pass, ok := strings.Cut(admin, ":")
+		if !ok || user == "" {
+			return &configError{errors.New("-admin must be login:password")}
+		}
+		o.AdminUser, o.AdminPassword = user, pass
+	}
+	sim, err := simulate.New(o)
+	if err != nil {
+		return &configError{err}
+	}
+	stopProgress := progressLine(sim, progressEvery, stderr)
+	res, err := sim.Run(ctx)
+	stopProgress()
+	if errors.Is(err, context.Canceled) {
+		err = nil // interrupted: a normal end
+	}
+	if asJSON {
+		_ = json.NewEncoder(stdout).Encode(res)
+	}
+	return err
+}
+
+// progressLine prints sim's figures every period: rewritten in place on a
+// terminal, a line each time otherwise. The returned func stops it and ends
+// the line.
+func progressLine(sim *simulate.Sim, period time.Duration, w io.Writer) func() {
+	if period <= 0 {
+		return func() {}
+	}
+	tty := isTerminal(w)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprintf(w, "%s%s\n", lineStart(tty), sim.Snapshot().Line())
+				return
+			case <-t.C:
+				if tty {
+					fmt.Fprintf(w, "\r\033[K%s", sim.Snapshot().Line())
+				} else {
+					fmt.Fprintln(w, sim.Snapshot().Line())
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func lineStart(tty bool) string {
+	if tty {
+		return "\r\033[K"
+	}
+	return ""
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

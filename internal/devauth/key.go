@@ -1,0 +1,100 @@
+package devauth
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+)
+
+// KeyStream is the stream holding the token signing key: one event,
+// appended with "no stream" by the first node to start.
+const KeyStream = "secret-device-tokens"
+
+// KeyCreatedType is the event type of the signing key.
+const KeyCreatedType = "DeviceTokenKeyCreated.v1"
+
+// keyLen is the length of generated keys, in bytes.
+const keyLen = 32
+
+// KeyCreated records the device token signing key. It lives in the log like
+// everything else, so whoever can read the event store can forge device
+// tokens: protect the store as the secret it holds.
+type KeyCreated struct {
+	Key []byte `json:"key"` // base64 in JSON
+}
+
+// EventType implements domain.Event.
+func (KeyCreated) EventType() string { return KeyCreatedType }
+
+// RegisterEvents registers the package's event with r, next to the
+// domain's; call it once at start-up.
+func RegisterEvents(r *domain.Registry) {
+	r.Register(KeyCreatedType, func() domain.Event { return new(KeyCreated) })
+}
+
+// LoadKey returns the signing key shared by every node on store, creating
+// it on the first start: a fresh random key appended to KeyStream with
+// "no stream". When another node got there first (ErrWrongExpectedRevision)
+// its key is read back, so all nodes sign alike. reg must hold the event
+// (RegisterEvents).
+func LoadKey(ctx context.Context, store eventstore.Store, reg *domain.Registry, now time.Time) ([]byte, error) {
+	key, err := readKey(ctx, store, reg)
+	if !errors.Is(err, eventstore.ErrStreamNotFound) {
+		return key, err
+	}
+	key = make([]byte, keyLen)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("devauth: generate key: %w", err)
+	}
+	data, err := encodeKey(reg, key, now)
+	if err != nil {
+		return nil, err
+	}
+	_, err = store.Append(ctx, KeyStream, eventstore.NoStream, data)
+	switch {
+	case err == nil:
+		return key, nil
+	case errors.Is(err, eventstore.ErrWrongExpectedRevision):
+		return readKey(ctx, store, reg)
+	}
+	return nil, fmt.Errorf("devauth: store key: %w", err)
+}
+
+func encodeKey(reg *domain.Registry, key []byte, now time.Time) (eventstore.EventData, error) {
+	e := KeyCreated{Key: key}
+	typ, body, err := reg.Encode(e)
+	if err != nil {
+		return eventstore.EventData{}, fmt.Errorf("devauth: encode key: %w", err)
+	}
+	md, err := domain.EncodeMetadata(domain.Envelope{Event: e, OccurredAt: now, Actor: domain.SystemActor(), RequestID: "device-token-key"})
+	if err != nil {
+		return eventstore.EventData{}, fmt.Errorf("devauth: encode key metadata: %w", err)
+	}
+	return eventstore.EventData{ID: eventstore.NewEventID(), Type: typ, Data: body, Metadata: md}, nil
+}
+
+// readKey reads the key from the first event of KeyStream; it returns
+// ErrStreamNotFound (wrapped) when there is none yet.
+func readKey(ctx context.Context, store eventstore.Store, reg *domain.Registry) ([]byte, error) {
+	recs, err := store.ReadStream(ctx, KeyStream, eventstore.Start, 1)
+	if err != nil {
+		return nil, fmt.Errorf("devauth: read key: %w", err)
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("devauth: read key: %w", eventstore.ErrStreamNotFound)
+	}
+	e, err := reg.Decode(recs[0].Type, recs[0].Data)
+	if err != nil {
+		return nil, fmt.Errorf("devauth: decode key: %w", err)
+	}
+	k, ok := e.(KeyCreated)
+	if !ok || len(k.Key) < MinKeyLen {
+		return nil, fmt.Errorf("devauth: %s holds no usable key (%s)", KeyStream, recs[0].Type)
+	}
+	return k.Key, nil
+}

@@ -1,0 +1,209 @@
+package service_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"tvsm/domain"
+	"tvsm/internal/node/nodetest"
+	"tvsm/internal/service"
+	"tvsm/internal/testutil"
+)
+
+var sendT0 = time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
+
+// at is an envelope of e recorded at t.
+func at(t time.Time, e domain.Event) domain.Envelope {
+	return domain.Envelope{Event: e, OccurredAt: t, Actor: domain.SystemActor(), RequestID: "r"}
+}
+
+// sendHistory is a send of four commands to devices 1-3 and what the
+// dispatcher and the devices recorded of it: given for FoldSend.
+func sendHistory() []domain.Envelope {
+	obj := json.RawMessage(`{"command":"restart"}`)
+	issued := domain.Envelope{Event: domain.CommandsIssued{SendID: 5, Recipients: domain.RecipientDevices, IDs: []int64{1, 2, 3},
+		Scope: new(int64(7)), IssuedAt: sendT0, Commands: []domain.IssuedCommand{
+			{Kind: domain.CommandRestart, Object: obj}, // 0: now, no ttl
+			{Kind: domain.CommandUserMessage, MessageType: domain.MessageConfirm, TTL: sendT0.Add(time.Hour), Object: obj},    // 1: now until +1h
+			{Kind: domain.CommandReinit, PostTime: sendT0.Add(10 * time.Minute), TTL: sendT0.Add(2 * time.Hour), Object: obj}, // 2: +10m until +2h
+			{Kind: domain.CommandUpdate, PostTime: sendT0.Add(10 * time.Minute), Object: obj},                                 // 3: at +10m
+		}}, OccurredAt: sendT0, Actor: domain.AdminActor("ops"), RequestID: "r"}
+	s := func(d time.Duration) time.Time { return sendT0.Add(d) }
+	return []domain.Envelope{
+		issued,
+		at(s(time.Second), domain.CommandsSent{SendID: 5, Index: 0, Devices: []int64{2, 1}}),
+		at(s(time.Second), domain.CommandsSent{SendID: 5, Index: 1, Devices: []int64{1, 2, 3}}),
+		at(s(2*time.Second), domain.CommandsAcked{SendID: 5, Index: 1, Devices: []int64{1, 2}}),
+		at(s(3*time.Second), domain.CommandsAcked{SendID: 5, Index: 1, Devices: []int64{1}}), // a repeat: the first counts
+		at(s(time.Minute), domain.CommandsConfirmed{SendID: 5, Index: 1, Devices: []int64{1}}),
+		at(s(time.Minute), domain.CommandsAcked{SendID: 5, Index: 0, Devices: []int64{9}}), // never sent to 9: ignored
+		at(s(time.Minute), domain.CommandsAcked{SendID: 5, Index: 7, Devices: []int64{1}}), // no command 7: ignored
+	}
+}
+
+// receipts renders a command's receipts as "device:status ...".
+func receipts(c service.CommandView) string {
+	out := ""
+	for i, r := range c.Receipts {
+		if i > 0 {
+			out += " "
+		}
+		out += fmt.Sprintf("%d:%s", r.Device, r.Status)
+	}
+	return out
+}
+
+func TestFoldSendStates(t *testing.T) {
+	expired := at(sendT0.Add(2*time.Hour), domain.CommandExpired{SendID: 5, Index: 2})
+	tests := []struct {
+		name     string
+		now      time.Time
+		extra    []domain.Envelope
+		states   []service.CommandState
+		receipts []string
+	}{
+		{"at once", sendT0.Add(5 * time.Minute), nil,
+			[]service.CommandState{service.CommandDone, service.CommandSending, service.CommandQueued, service.CommandQueued},
+			[]string{"1:sent 2:sent", "1:confirmed 2:acked 3:sent", "", ""}},
+		{"after post_time", sendT0.Add(10 * time.Minute), nil,
+			[]service.CommandState{service.CommandDone, service.CommandSending, service.CommandSending, service.CommandDone},
+			[]string{"1:sent 2:sent", "1:confirmed 2:acked 3:sent", "", ""}},
+		{"after the confirm's ttl", sendT0.Add(time.Hour), nil,
+			[]service.CommandState{service.CommandDone, service.CommandExpired, service.CommandSending, service.CommandDone},
+			[]string{"1:sent 2:sent", "1:confirmed 2:acked 3:expired", "", ""}},
+		{"expiry recorded before the clock says so", sendT0.Add(20 * time.Minute), []domain.Envelope{expired},
+			[]service.CommandState{service.CommandDone, service.CommandSending, service.CommandExpired, service.CommandDone},
+			[]string{"1:sent 2:sent", "1:confirmed 2:acked 3:sent", "", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := service.FoldSend(append(sendHistory(), tt.extra...), tt.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range v.Commands {
+				if c.Index != i || c.State != tt.states[i] || receipts(c) != tt.receipts[i] {
+					t.Errorf("commands[%d]: index %d, %s, receipts %q; want %s, %q", i, c.Index, c.State, receipts(c), tt.states[i], tt.receipts[i])
+				}
+			}
+		})
+	}
+}
+
+func TestFoldSendReceipts(t *testing.T) {
+	v, err := service.FoldSend(sendHistory(), sendT0.Add(5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.SendID != 5 || v.Recipients != domain.RecipientDevices || v.Scope == nil || *v.Scope != 7 ||
+		!v.Issued.Equal(sendT0) || v.IssuedBy != domain.AdminActor("ops") || len(v.Commands) != 4 {
+		t.Fatalf("view %+v", v)
+	}
+	c := v.Commands[1]
+	if c.Sent != 3 || c.Acked != 2 || c.Confirmed != 1 {
+		t.Errorf("counts %d/%d/%d, want 3/2/1", c.Sent, c.Acked, c.Confirmed)
+	}
+	want := service.DeviceReceipt{Device: 1, Status: service.ReceiptConfirmed,
+		Sent: sendT0.Add(time.Second), Acked: sendT0.Add(2 * time.Second), Confirmed: sendT0.Add(time.Minute)}
+	if c.Receipts[0] != want {
+		t.Errorf("device 1: %+v, want %+v", c.Receipts[0], want)
+	}
+	if v.Commands[0].Acked != 0 {
+		t.Errorf("an ack of a device never sent to counts: %+v", v.Commands[0])
+	}
+}
+
+// The fold does not depend on the order events are read in, nor on
+// repeats (the dispatcher may record a step twice).
+func TestFoldSendOrderAndRepeats(t *testing.T) {
+	now := sendT0.Add(time.Hour)
+	want, err := service.FoldSend(sendHistory(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20 {
+		events := append(sendHistory(), sendHistory()[1:]...)
+		r.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
+		got, err := service.FoldSend(events, now)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("shuffled and repeated: %+v, %v\nwant %+v", got, err, want)
+		}
+	}
+}
+
+func TestFoldSendWithoutIssue(t *testing.T) {
+	_, err := service.FoldSend(sendHistory()[1:], sendT0)
+	if !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("error %v, want ErrNotFound", err)
+	}
+}
+
+func encodeSendID(id int64) ([]byte, error) { return json.Marshal(id) }
+
+func sendOf(t *testing.T, svc *service.Service, c service.Caller, in service.SendInput) int64 {
+	t.Helper()
+	body, err := svc.SendCommands(context.Background(), c, in, encodeSendID)
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	var id int64
+	if err := json.Unmarshal(body, &id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func restartTo(r domain.Recipients, ids ...int64) service.SendInput {
+	return service.SendInput{Recipients: r, IDs: ids,
+		Commands: []domain.CommandSpec{{Kind: domain.CommandRestart, Object: json.RawMessage(`{"command":"restart"}`)}}}
+}
+
+func TestSendCommandsScope(t *testing.T) {
+	clock := testutil.NewClock(sendT0)
+	env := nodetest.StartWith(t, nodetest.Options{Clock: clock.Now})
+	svc := env.Node.Service
+	ctx := context.Background()
+	pA, pB := provider(t, env, "A"), provider(t, env, "B")
+	a1, b1 := create(t, svc, root, accountInput(pA, "a1")), create(t, svc, root, accountInput(pB, "b1"))
+	opsA := service.Caller{Admin: "ops-a", Scope: new(pA), RequestID: "t"}
+	opsB := service.Caller{Admin: "ops-b", Scope: new(pB), RequestID: "t"}
+
+	ofA := sendOf(t, svc, root, restartTo(domain.RecipientAccounts, a1))
+	spanning := sendOf(t, svc, root, restartTo(domain.RecipientProviders, pA, pB))
+	if v, err := svc.CommandReceipts(ctx, opsA, ofA); err != nil || *v.Scope != pA || v.IssuedBy != domain.AdminActor(root.Admin) {
+		t.Errorf("A's admin on a superadmin's send to A: %+v, %v", v, err)
+	}
+	for _, c := range []struct {
+		caller service.Caller
+		id     int64
+	}{{opsB, ofA}, {opsA, spanning}} {
+		if _, err := svc.CommandReceipts(ctx, c.caller, c.id); !errors.Is(err, service.ErrForbidden) {
+			t.Errorf("%s on send %d: %v, want ErrForbidden", c.caller.Admin, c.id, err)
+		}
+	}
+	if _, err := svc.CommandReceipts(ctx, root, spanning+100); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("unknown send: %v", err)
+	}
+
+	// Unknown ids are a 400 even when others are out of scope, and a long
+	// list of them is named only in part.
+	many := restartTo(domain.RecipientAccounts, b1)
+	for i := range 30 {
+		many.IDs = append(many.IDs, 900000+int64(i))
+	}
+	_, err := svc.SendCommands(ctx, opsA, many, encodeSendID)
+	var ve *domain.ValidationError
+	if !errors.As(err, &ve) || len(ve.Fields) != domain.MaxReportedIDs || ve.Fields["ids[1]"] != "unknown account 900000" {
+		t.Errorf("error %v, want %d fields from ids[1]", err, domain.MaxReportedIDs)
+	}
+	if _, err := svc.SendCommands(ctx, opsA, restartTo(domain.RecipientAccounts, a1, b1), encodeSendID); !errors.Is(err, service.ErrForbidden) {
+		t.Errorf("A's admin to B's account: %v, want ErrForbidden", err)
+	}
+}

@@ -1,0 +1,286 @@
+package service
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+	"tvsm/internal/app"
+	"tvsm/internal/devauth"
+	"tvsm/projections/readmodel"
+)
+
+// Device login (DESIGN.md §5): a device proves it belongs to an account with
+// the account's login and password digest, is bound to the account (within
+// the device limit) and gets a token for the other Device API calls.
+
+// ErrBadDeviceCredentials is the answer to an unknown provider, an unknown
+// login and a wrong password alike, so that logins cannot be probed.
+var ErrBadDeviceCredentials = errors.New("invalid provider, login or password")
+
+// ErrDeviceUnauthorized is the answer to a device token that is malformed,
+// expired or revoked (an `update` command, the device unbound, its account
+// deleted): the device must log in again.
+var ErrDeviceUnauthorized = errors.New("device token invalid, expired or revoked")
+
+// errNoDeviceTokens is a wiring error: Config.DeviceTokens is missing.
+var errNoDeviceTokens = errors.New("service: device tokens are not configured")
+
+// DeviceLoginInput is a device's login (POST /api/device/login).
+type DeviceLoginInput struct {
+	Provider int64
+	Login    string
+	// PasswordMD5 is the MD5 of the account's password in hex, compared
+	// with the account's pin_md5 (case does not matter).
+	PasswordMD5 string
+	UniqueID    string
+	Class       domain.DeviceClass
+	Model       string
+	RequestID   string
+}
+
+// DeviceSession is the answer to a successful login.
+type DeviceSession struct {
+	Token    string
+	Expires  time.Time
+	Account  int64
+	Device   int64
+	Provider int64
+	// ServicesAvailable is false for a disabled account (or provider) and
+	// for an account without an active subscription; Message then says so.
+	ServicesAvailable bool
+	Message           string
+}
+
+// Messages shown by devices that get no services (spec §3).
+const (
+	MsgProviderDisabled = "Services are suspended by your operator."
+	MsgAccountDisabled  = "Services are disabled on this account. Please contact your operator."
+	MsgNoSubscription   = "There are no active services on this account."
+)
+
+// NoServicesError is the answer to a channel list request of a device
+// without services; errors.Is(err, ErrNoServices) holds.
+type NoServicesError struct{ Message string }
+
+// ErrNoServices: the device's account has no services now.
+var ErrNoServices = errors.New("no services")
+
+func (e *NoServicesError) Error() string { return "no services: " + e.Message }
+
+// Unwrap returns ErrNoServices.
+func (e *NoServicesError) Unwrap() error { return ErrNoServices }
+
+// pinLen is the length of a password digest: MD5 in hex.
+const pinLen = 32
+
+// DeviceLogin authenticates a device and binds it to the account.
+//
+// A device already bound to the account logs in again without appending
+// anything. A new one is bound within the device limit (the account's
+// devices_per_account_limit, else the provider's, none meaning unlimited);
+// over it the error is a *domain.DeviceLimitError listing the bound
+// devices, and nothing changes. A unique id bound to another account is
+// moved: bound to this account first (so a refusal by the limit leaves it
+// where it was), then unbound from the other, as when a set-top box is
+// handed to another subscriber. Unknown provider or login and a wrong
+// password give ErrBadDeviceCredentials. A disabled account, or one without
+// an active subscription, still logs in, with ServicesAvailable false and
+// a Message. The answer comes once the read model shows the binding.
+func (s *Service) DeviceLogin(ctx context.Context, in DeviceLoginInput) (DeviceSession, error) {
+	if s.cfg.DeviceTokens == nil {
+		return DeviceSession{}, errNoDeviceTokens
+	}
+	if err := s.ValidateDeviceLogin(in); err != nil {
+		return DeviceSession{}, err
+	}
+	acc, err := s.deviceCredentials(in)
+	if err != nil {
+		return DeviceSession{}, err
+	}
+	device, pos, err := s.bindLoginDevice(ctx, in, acc)
+	if err != nil {
+		return DeviceSession{}, err
+	}
+	if err := s.written(ctx, pos); err != nil {
+		return DeviceSession{}, err
+	}
+	state, _ := s.cfg.Model.AccountState(acc.ID)
+	_, msg := s.deviceServices(state, s.now())
+	token, claims := s.cfg.DeviceTokens.Issue(devauth.Claims{
+		Device: device, Account: acc.ID, Provider: acc.Provider, Position: s.cfg.Model.Position().Commit,
+	})
+	return DeviceSession{
+		Token: token, Expires: claims.Expires, Account: acc.ID, Device: device, Provider: acc.Provider,
+		ServicesAvailable: msg == "", Message: msg,
+	}, nil
+}
+
+// ValidateDeviceLogin is CheckDeviceLogin. DeviceLogin runs it first; the
+// HTTP layer runs it too, to report these problems together with the
+// body's type errors.
+func (s *Service) ValidateDeviceLogin(in DeviceLoginInput) error { return CheckDeviceLogin(in) }
+
+// CheckDeviceLogin reports every bad field of a login at once, as a
+// *domain.ValidationError naming them as on the wire (device.unique_id):
+// the device's fields by the domain's own rules.
+func CheckDeviceLogin(in DeviceLoginInput) error {
+	fields := map[string]string{}
+	if in.Provider <= 0 {
+		fields["provider"] = "must be a positive integer"
+	}
+	if in.Login == "" {
+		fields["login"] = papiRequired
+	}
+	if !isHex(in.PasswordMD5, pinLen) {
+		fields["password_md5"] = "must be 32 hexadecimal characters (an MD5 digest)"
+	}
+	probe := domain.BindDevice{AccountID: 1, DeviceID: 1, UniqueID: in.UniqueID, Class: in.Class, Model: in.Model}
+	_, err := domain.AccountDecider().Decide(domain.Account{ID: 1, Provider: 1}, probe, time.Time{})
+	var ve *domain.ValidationError
+	if errors.As(err, &ve) {
+		for f, problem := range ve.Fields {
+			fields["device."+f] = problem
+		}
+	} else if err != nil {
+		return err
+	}
+	if len(fields) > 0 {
+		return &domain.ValidationError{Fields: fields}
+	}
+	return nil
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// dummyPin is compared for unknown logins, so they cost what a wrong
+// password costs.
+var dummyPin = strings.Repeat("0", pinLen)
+
+// deviceCredentials returns the account the login names when the password
+// digest matches, else ErrBadDeviceCredentials.
+func (s *Service) deviceCredentials(in DeviceLoginInput) (readmodel.Account, error) {
+	acc, found := readmodel.Account{}, false
+	if _, ok := s.cfg.Model.Provider(in.Provider); ok {
+		acc, found = s.cfg.Model.AccountByLogin(in.Provider, in.Login)
+	}
+	want := dummyPin
+	if found {
+		want = acc.PinMD5
+	}
+	match := subtle.ConstantTimeCompare([]byte(strings.ToLower(in.PasswordMD5)), []byte(want)) == 1
+	if !found || !match {
+		return readmodel.Account{}, ErrBadDeviceCredentials
+	}
+	return acc, nil
+}
+
+// bindLoginDevice returns the id of the login's device in acc, binding it
+// when it is not bound yet, and the log position to wait for (zero when
+// nothing was appended).
+func (s *Service) bindLoginDevice(ctx context.Context, in DeviceLoginInput, acc readmodel.Account) (int64, eventstore.Position, error) {
+	for _, d := range s.cfg.Model.AccountDevices(acc.ID) {
+		if d.UniqueID == in.UniqueID {
+			return d.ID, eventstore.Position{}, nil // re-login
+		}
+	}
+	id, err := s.cfg.Executor.NextID(ctx, "device")
+	if err != nil {
+		return 0, eventstore.Position{}, err
+	}
+	var limit *int
+	if p, ok := s.cfg.Model.Provider(acc.Provider); ok {
+		limit = p.DevicesPerAccountLimit
+	}
+	meta := deviceMeta(id, in.RequestID)
+	cmd := domain.BindDevice{AccountID: acc.ID, DeviceID: id, UniqueID: in.UniqueID, Class: in.Class, Model: in.Model, ProviderLimit: limit}
+	res, err := app.Execute(ctx, s.cfg.Executor, cmd.Stream(), domain.AccountDecider(), domain.AccountCommand(cmd), meta)
+	if err != nil {
+		return 0, eventstore.Position{}, err
+	}
+	d, ok := res.State.DeviceByUniqueID(in.UniqueID)
+	if !ok { // unreachable: the decision bound it or found it bound
+		return 0, eventstore.Position{}, fmt.Errorf("service: device %q not bound to account %d after binding", in.UniqueID, acc.ID)
+	}
+	pos, err := s.unbindElsewhere(ctx, in.UniqueID, acc.ID, deviceMeta(d.ID, in.RequestID))
+	if err != nil {
+		return 0, eventstore.Position{}, err
+	}
+	if pos.Compare(res.Position) < 0 {
+		pos = res.Position
+	}
+	return d.ID, pos, nil
+}
+
+// unbindElsewhere unbinds uniqueID from every account but keep: the device
+// moved. It returns the position of the last unbinding.
+func (s *Service) unbindElsewhere(ctx context.Context, uniqueID string, keep int64, meta app.RequestMeta) (eventstore.Position, error) {
+	l, err := s.cfg.Model.ListDevices(readmodel.DeviceQuery{Scope: readmodel.AllProviders, UniqueID: uniqueID})
+	if err != nil {
+		return eventstore.Position{}, err
+	}
+	var last eventstore.Position
+	for _, d := range l.Slice() {
+		if d.Account == keep {
+			continue
+		}
+		cmd := domain.UnbindDevice{AccountID: d.Account, DeviceID: d.ID}
+		res, err := app.Execute(ctx, s.cfg.Executor, cmd.Stream(), domain.AccountDecider(), domain.AccountCommand(cmd), meta)
+		switch {
+		case errors.Is(err, domain.ErrNotFound): // unbound meanwhile
+		case err != nil:
+			return eventstore.Position{}, err
+		case res.Position.After(last):
+			last = res.Position
+		}
+	}
+	return last, nil
+}
+
+// deviceMeta is the metadata of events a device causes.
+func deviceMeta(device int64, requestID string) app.RequestMeta {
+	if requestID == "" {
+		requestID = "device-" + fmt.Sprint(device)
+	}
+	return app.RequestMeta{Actor: domain.DeviceActor(device), RequestID: requestID}
+}
+
+// deviceServices returns the tariffs that give the account's devices
+// service at now, or, when there are none, the message saying why: the
+// provider or the account is disabled, or no subscription active now is to
+// an existing, enabled tariff.
+func (s *Service) deviceServices(a domain.Account, now time.Time) ([]domain.Tariff, string) {
+	if p, ok := s.cfg.Model.Provider(a.Provider); !ok || !p.Enabled {
+		return nil, MsgProviderDisabled
+	}
+	if !a.Exists() || !a.Enabled {
+		return nil, MsgAccountDisabled
+	}
+	var tariffs []domain.Tariff
+	for _, id := range a.ActiveTariffs(now) {
+		if t, ok := s.cfg.Model.Tariff(id); ok && t.Enabled {
+			tariffs = append(tariffs, t)
+		}
+	}
+	if len(tariffs) == 0 {
+		return nil, MsgNoSubscription
+	}
+	return tariffs, ""
+}

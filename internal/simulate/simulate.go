@@ -1,0 +1,220 @@
+// Package simulate runs virtual devices against a tvsm node over its real
+// Device API: each logs in, holds a websocket, acknowledges every command,
+// confirms confirm messages and reports viewing. `tvsm simulate` uses it for
+// demos and load, and the broadcast benchmark for its client processes.
+package simulate
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configure a simulation.
+type Options struct {
+	// URL is the node's base URL, e.g. http://127.0.0.1:8080.
+	URL string
+	// Provider is the provider the accounts belong to.
+	Provider int64
+	// Devices is the number of virtual devices; device i (from First) logs
+	// in as fmt.Sprintf(LoginFormat, i) with Password.
+	Devices int
+	First   int
+	// LoginFormat formats a device's account login (default "sim%06d").
+	LoginFormat string
+	// Password is the accounts' password in clear; its md5 is sent.
+	Password string
+	// DevicesPerAccount spreads devices over accounts: device i uses account
+	// i / DevicesPerAccount (default 1).
+	DevicesPerAccount int
+	// UniquePrefix prefixes device unique ids (default "sim-").
+	UniquePrefix string
+	// SourceIP binds the client side of every connection (for more than one
+	// source address per machine: 127.0.0.2, ...); empty: the default.
+	SourceIP string
+	// ViewEvery is the period of viewing reports (0: none).
+	ViewEvery time.Duration
+	// ConnectRate limits new logins per second (0: 500).
+	ConnectRate int
+	// StopAfterCommands ends the simulation once every device received that
+	// many commands (0: run until ctx is done).
+	StopAfterCommands int
+	// Setup, when AdminUser is set, creates the missing accounts through the
+	// Provider API first, each with a subscription to Tariff (when > 0).
+	AdminUser, AdminPassword string
+	Tariff                   int64
+}
+
+func (o *Options) defaults() error {
+	if o.URL == "" {
+		return errors.New("simulate: URL is required")
+	}
+	o.URL = strings.TrimRight(o.URL, "/")
+	if o.Provider <= 0 {
+		return errors.New("simulate: provider must be a positive id")
+	}
+	if o.Devices <= 0 {
+		return errors.New("simulate: devices must be positive")
+	}
+	if o.LoginFormat == "" {
+		o.LoginFormat = "sim%06d"
+	}
+	if o.DevicesPerAccount <= 0 {
+		o.DevicesPerAccount = 1
+	}
+	if o.UniquePrefix == "" {
+		o.UniquePrefix = "sim-"
+	}
+	if o.ConnectRate <= 0 {
+		o.ConnectRate = 500
+	}
+	return nil
+}
+
+// Counters are the live figures of a simulation.
+type Counters struct {
+	LoggedIn, Connected, Commands, Acks, Confirms, Viewing, Errors atomic.Int64
+	Reconnects                                                     atomic.Int64
+}
+
+// Snapshot is a copy of the counters.
+type Snapshot struct {
+	Devices, LoggedIn, Connected, Commands, Acks, Confirms, Viewing, Errors, Reconnects int64
+}
+
+// Line formats s as a progress line.
+func (s Snapshot) Line() string {
+	return fmt.Sprintf("devices %d/%d connected (%d logged in) · commands %d · acks %d · confirms %d · viewing %d · reconnects %d · errors %d",
+		s.Connected, s.Devices, s.LoggedIn, s.Commands, s.Acks, s.Confirms, s.Viewing, s.Reconnects, s.Errors)
+}
+
+// Result sums a finished simulation. Received holds, per device that got
+// commands, the wall-clock time its StopAfterCommands-th command arrived.
+type Result struct {
+	Snapshot
+	FirstReceived, LastReceived time.Time
+	Received                    int // devices that got StopAfterCommands commands
+}
+
+// Sim is a running simulation.
+type Sim struct {
+	opts   Options
+	http   *http.Client
+	dialer *net.Dialer
+	c      Counters
+
+	mu       sync.Mutex
+	first    time.Time
+	last     time.Time
+	received int
+	done     chan struct{} // closed when every device has its commands
+	doneOnce sync.Once
+}
+
+// New checks opts and prepares a simulation.
+func New(opts Options) (*Sim, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	if opts.SourceIP != "" {
+		ip := net.ParseIP(opts.SourceIP)
+		if ip == nil {
+			return nil, fmt.Errorf("simulate: source ip %q is not an IP address", opts.SourceIP)
+		}
+		d.LocalAddr = &net.TCPAddr{IP: ip}
+	}
+	tr := &http.Transport{DialContext: d.DialContext, MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second}
+	return &Sim{
+		opts:   opts,
+		http:   &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		dialer: d,
+		done:   make(chan struct{}),
+	}, nil
+}
+
+// Snapshot returns the counters now.
+func (s *Sim) Snapshot() Snapshot {
+	return Snapshot{
+		Devices: int64(s.opts.Devices), LoggedIn: s.c.LoggedIn.Load(), Connected: s.c.Connected.Load(),
+		Commands: s.c.Commands.Load(), Acks: s.c.Acks.Load(), Confirms: s.c.Confirms.Load(),
+		Viewing: s.c.Viewing.Load(), Errors: s.c.Errors.Load(), Reconnects: s.c.Reconnects.Load(),
+	}
+}
+
+// Run runs the devices until ctx is done or, with StopAfterCommands, until
+// every device received its commands. It returns the totals.
+func (s *Sim) Run(ctx context.Context) (Result, error) {
+	if s.opts.AdminUser != "" {
+		if err := s.Setup(ctx); err != nil {
+			return Result{}, err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second / time.Duration(s.opts.ConnectRate))
+	defer tick.Stop()
+	for i := range s.opts.Devices {
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.device(ctx, s.opts.First+i)
+		}()
+	}
+	if s.opts.StopAfterCommands > 0 {
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+		}
+		cancel()
+	}
+	wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Result{Snapshot: s.Snapshot(), FirstReceived: s.first, LastReceived: s.last, Received: s.received}, ctx.Err()
+}
+
+// gotAll records that a device received its StopAfterCommands commands.
+func (s *Sim) gotAll(at time.Time) {
+	s.mu.Lock()
+	if s.first.IsZero() || at.Before(s.first) {
+		s.first = at
+	}
+	if at.After(s.last) {
+		s.last = at
+	}
+	s.received++
+	all := s.received >= s.opts.Devices
+	s.mu.Unlock()
+	if all {
+		s.doneOnce.Do(func() { close(s.done) })
+	}
+}
+
+// login returns the account login of device i.
+func (s *Sim) login(i int) string { return fmt.Sprintf(s.opts.LoginFormat, i/s.opts.DevicesPerAccount) }
+
+// passwordMD5 is what devices send.
+func (s *Sim) passwordMD5() string {
+	sum := md5.Sum([]byte(s.opts.Password))
+	return hex.EncodeToString(sum[:])
+}
+
+// classes are assigned round robin, so statistics see every class.
+var classes = []string{"stb", "tv", "phone", "tablet", "web"}
