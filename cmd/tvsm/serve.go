@@ -66,6 +66,7 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 		AdminPassword:         cfg.AdminPassword,
 		ReadYourWritesTimeout: cfg.ReadYourWritesTimeout,
 		NodeName:              cfg.NodeName,
+		EndOfDay:              cfg.EndOfDayLocation,
 		Billing: node.BillingOptions{
 			Enabled: cfg.HasFeature(config.FeatureBilling), HeaderPrefix: cfg.BillingHeaderPrefix, Timeout: cfg.BillingTimeout,
 		},

@@ -31,6 +31,8 @@ import (
 	"tvsm/internal/throttle"
 	"tvsm/projections"
 	"tvsm/projections/readmodel"
+	"tvsm/projections/stats"
+	"tvsm/projections/stats/embedded"
 	"tvsm/wsgateway"
 	"tvsm/wsgateway/dispatch"
 )
@@ -78,6 +80,14 @@ type Options struct {
 	NodeName string
 	// Billing configures the billing proxy (off by default).
 	Billing BillingOptions
+	// Stats is the statistics fact store (ClickHouse); nil means the
+	// embedded one in DataDir/stats, opened and closed by the node.
+	// StatsName names it in the projector's snapshot file.
+	Stats     stats.FactStore
+	StatsName string
+	// EndOfDay is the time zone whose midnight closes a statistics day
+	// (default UTC).
+	EndOfDay *time.Location
 }
 
 // Node is a running node. Close stops it.
@@ -93,6 +103,9 @@ type Node struct {
 	// delivers provider commands to them.
 	Hub        *wsgateway.Hub
 	Dispatcher *dispatch.Dispatcher
+	// Stats answers the Statistics API from the facts StatsRunner projects.
+	Stats       *stats.Service
+	StatsRunner *projections.Runner
 	// Auth checks admins' Basic credentials, throttled: routes mounted
 	// outside httpapi.Mount use httpapi.BasicAuth(n.Auth). Device routes use
 	// httpapi.DeviceAuth(n.Service).
@@ -111,6 +124,9 @@ type Node struct {
 	gatewayDone   chan struct{} // closed when the dispatcher's Run returned
 	journal       *billing.Journal
 	billingClient *billing.Client
+	statsDone     chan struct{} // closed when the statistics runner returned
+	statsSched    *stats.Scheduler
+	ownFacts      *embedded.Store // the embedded fact store the node opened
 }
 
 // Start builds a node on store and returns once its read model has caught
@@ -205,14 +221,17 @@ func Start(ctx context.Context, store eventstore.Store, opts Options) (*Node, er
 		return nil, fmt.Errorf("node: admin bootstrap: %w", err)
 	}
 
+	if err := n.startStats(runCtx, opts); err != nil {
+		n.abort()
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	if err := n.startGateway(runCtx, opts); err != nil {
-		n.shutdownRunner()
+		n.abort()
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	billingOpts, err := n.billingProxy(opts)
 	if err != nil {
-		n.closeGateway()
-		n.shutdownRunner()
+		n.abort()
 		return nil, fmt.Errorf("node: billing: %w", err)
 	}
 	if opts.Metrics != nil {
@@ -232,11 +251,14 @@ func Start(ctx context.Context, store eventstore.Store, opts Options) (*Node, er
 		Commands:     n.Service,
 		Billing:      billingOpts,
 	})
+	if err := httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.BasicAuth(n.Auth)); err != nil {
+		n.abort()
+		return nil, fmt.Errorf("node: %w", err)
+	}
 
 	n.cron = schedule.NewCron(n.log)
 	if _, err := n.cron.AddFunc(opts.SnapshotSpec, func() { n.snapshot() }); err != nil {
-		n.closeGateway()
-		n.shutdownRunner()
+		n.abort()
 		return nil, fmt.Errorf("node: snapshot schedule %q: %w", opts.SnapshotSpec, err)
 	}
 	n.cron.Start()
@@ -316,6 +338,13 @@ func (n *Node) snapshot() {
 	n.log.Debug("read model snapshot written", "position", pos.String(), "took", time.Since(started))
 }
 
+// abort undoes a Start that failed after the runners started.
+func (n *Node) abort() {
+	n.closeGateway()
+	n.shutdownRunner()
+	n.closeStats()
+}
+
 func (n *Node) shutdownRunner() {
 	n.stop()
 	<-n.done
@@ -330,6 +359,7 @@ func (n *Node) Close() error {
 	<-ctx.Done()
 	n.closeGateway()
 	n.shutdownRunner()
+	n.closeStats()
 	n.snapshot()
 	return nil
 }

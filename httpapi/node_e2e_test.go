@@ -1,0 +1,156 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"tvsm/domain"
+	"tvsm/internal/node/nodetest"
+	"tvsm/internal/testutil"
+)
+
+// The whole path through one node, as an operator's integration and a set-top
+// box see it: the box logs in and holds a websocket; the provider sends a
+// confirm message; the box gets it, acks and confirms; the receipts say so;
+// the box reports viewing; once the day closes, the statistics count it.
+
+func TestNodeEndToEnd(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC))
+	r := newDevRig(t, nodetest.Options{Clock: clock.Now, Timers: clock})
+	l := r.loginOK(t, r.login, "e2e-box")
+
+	ws := dialDevice(t, r, l)
+	defer ws.Close()
+
+	// The provider sends a confirm message to the account.
+	status, body := r.env.Super(t, http.MethodPost, "/api/provider/commands/send/accounts?broadcast=false", map[string]any{
+		"ids":      []int64{r.account},
+		"commands": []map[string]any{{"command": "user_message", "type": "confirm", "title": "Bill", "text": "Pay by Friday", "vendor_field": 7}},
+	})
+	if status != http.StatusOK {
+		t.Fatalf("send: %d %s", status, body)
+	}
+	var sent struct {
+		Response bool  `json:"response"`
+		SendID   int64 `json:"send_id"`
+	}
+	if err := json.Unmarshal(body, &sent); err != nil || !sent.Response || sent.SendID <= 0 {
+		t.Fatalf("send answer %s (%v)", body, err)
+	}
+
+	// The box gets the command object as the provider sent it.
+	msg := readCommand(t, ws)
+	if want := domain.DeliveryID(sent.SendID, 0, l.DeviceID); msg.ID != want {
+		t.Errorf("delivery id %q, want %q", msg.ID, want)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(msg.Command, &obj); err != nil || obj["text"] != "Pay by Friday" || obj["vendor_field"] != float64(7) {
+		t.Errorf("command object %s (%v)", msg.Command, err)
+	}
+	for _, kind := range []string{"ack", "confirm"} {
+		if err := ws.WriteJSON(map[string]string{"type": kind, "id": msg.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The receipts show the device confirmed.
+	path := fmt.Sprintf("/api/provider/commands/%d", sent.SendID)
+	waitFor(t, "receipts to show the confirmation", func() bool {
+		status, body := r.env.Super(t, http.MethodGet, path, nil)
+		return status == http.StatusOK && strings.Contains(string(body), fmt.Sprintf(`"device":%d,"status":"confirmed"`, l.DeviceID))
+	})
+
+	// Viewing today; tomorrow's first event closes the day.
+	start := clock.Now().Add(-30 * time.Minute).Format("2006-01-02T15:04:05-0700")
+	status, body = r.deviceDo(t, http.MethodPost, "/api/device/viewing", l.Token, map[string]any{
+		"sessions": []map[string]any{{"channel_id": r.channels[0], "mode": "live", "start": start, "seconds": 1800}},
+	})
+	if status != http.StatusNoContent {
+		t.Fatalf("viewing: %d %s", status, body)
+	}
+	clock.Advance(24 * time.Hour)
+	r.newAccount(t, "next-day", nil)
+
+	var device struct {
+		ProviderStat []struct {
+			ProviderID int64 `json:"provider_id"`
+			DeviceStat []struct {
+				Class         string `json:"class"`
+				LiveMinutes   int64  `json:"live_minutes"`
+				UniqueDevices int64  `json:"unique_devices"`
+			} `json:"device_stat"`
+		} `json:"provider_stat"`
+	}
+	statsPath := fmt.Sprintf("/api/stats/device?from=2026-05-04&to=2026-05-04&provider_id=%d", r.provider)
+	waitFor(t, "the closed day in the statistics", func() bool {
+		status, body := r.env.Super(t, http.MethodGet, statsPath, nil)
+		if status != http.StatusOK || json.Unmarshal(body, &device) != nil || len(device.ProviderStat) != 1 {
+			return false
+		}
+		for _, c := range device.ProviderStat[0].DeviceStat {
+			if c.Class == "stb" && c.LiveMinutes == 30 && c.UniqueDevices == 1 {
+				return true
+			}
+		}
+		return false
+	})
+
+	status, body = r.env.Super(t, http.MethodGet, fmt.Sprintf("/api/stats/subscription?from=2026-05-04&to=2026-05-04&provider_id=%d", r.provider), nil)
+	if status != http.StatusOK {
+		t.Fatalf("subscription statistics: %d %s", status, body)
+	}
+	want := fmt.Sprintf(`{"tariff_id":%d,"name":"Basic","enabled_count":1,"enabled_device_count":1,"active_count":1,"disabled_count":0,"enabled_account_with_devices":1}`, r.tariff)
+	if !strings.Contains(string(body), want) {
+		t.Errorf("subscription statistics %s\nwant an element %s", body, want)
+	}
+}
+
+// dialDevice opens the device's websocket and waits until the node has it.
+func dialDevice(t *testing.T, r *devRig, l devLogin) *websocket.Conn {
+	t.Helper()
+	wsURL := "ws" + strings.TrimPrefix(r.env.URL, "http") + "/api/device/ws"
+	ws, resp, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Authorization": {"Bearer " + l.Token}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	waitFor(t, "the connection", func() bool { return r.env.Node.Hub.Connected(l.DeviceID) })
+	return ws
+}
+
+type commandMessage struct {
+	Type    string          `json:"type"`
+	ID      string          `json:"id"`
+	Command json.RawMessage `json:"command"`
+}
+
+// readCommand reads the next server message, which must be a command.
+func readCommand(t *testing.T, ws *websocket.Conn) commandMessage {
+	t.Helper()
+	_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var m commandMessage
+	if err := ws.ReadJSON(&m); err != nil {
+		t.Fatalf("reading a command: %v", err)
+	}
+	if m.Type != "command" {
+		t.Fatalf("message type %q", m.Type)
+	}
+	return m
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
