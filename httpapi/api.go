@@ -41,7 +41,9 @@ type API struct {
 // (/api/device), behind device tokens.
 func Mount(engine *gin.Engine, api API) {
 	auth := BasicAuth(api.Auth)
-	mountAdmin(engine.Group("/api/admin", auth), api.Admin)
+	admin := engine.Group("/api/admin", auth)
+	mountAdmin(admin, api.Admin)
+	mountDebug(admin)
 	provider := engine.Group("/api/provider", auth)
 	mountProvider(provider, api.Provider)
 	if api.Commands != nil {

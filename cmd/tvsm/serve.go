@@ -20,6 +20,8 @@ import (
 	"tvsm/internal/logging"
 	"tvsm/internal/metrics"
 	"tvsm/internal/node"
+	"tvsm/projections/stats"
+	"tvsm/projections/stats/clickhouse"
 )
 
 // serve is `tvsm serve`: load the configuration, then run the node until ctx
@@ -45,8 +47,16 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
-	if err := checkStatsBackend(cfg); err != nil {
+	facts, err := openStats(ctx, cfg)
+	if err != nil {
 		return err
+	}
+	if facts != nil {
+		defer func() {
+			if cerr := facts.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("close statistics: %w", cerr))
+			}
+		}()
 	}
 	store, err := openEventStore(cfg, logger)
 	if err != nil {
@@ -67,6 +77,8 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 		ReadYourWritesTimeout: cfg.ReadYourWritesTimeout,
 		NodeName:              cfg.NodeName,
 		EndOfDay:              cfg.EndOfDayLocation,
+		Stats:                 factStore(facts),
+		StatsName:             statsName(facts),
 		Billing: node.BillingOptions{
 			Enabled: cfg.HasFeature(config.FeatureBilling), HeaderPrefix: cfg.BillingHeaderPrefix, Timeout: cfg.BillingTimeout,
 		},
@@ -137,13 +149,32 @@ func openEventStore(cfg config.Config, logger *slog.Logger) (closableStore, erro
 	return nil, errors.New("event store: esdb backend not built yet")
 }
 
-// checkStatsBackend refuses backends this binary cannot use yet, rather than
-// silently running without them.
-func checkStatsBackend(cfg config.Config) error {
-	if cfg.Stats != config.StatsEmbedded {
-		return errors.New("stats: clickhouse backend not built yet")
+// openStats opens the ClickHouse fact store cfg.Stats names (it creates or
+// migrates the schema); nil means the node's embedded one.
+func openStats(ctx context.Context, cfg config.Config) (*clickhouse.Store, error) {
+	if cfg.Stats == config.StatsEmbedded {
+		return nil, nil
 	}
-	return nil
+	store, err := clickhouse.Open(ctx, cfg.Stats)
+	if err != nil {
+		return nil, fmt.Errorf("stats: %w", err)
+	}
+	return store, nil
+}
+
+// factStore is the node's Stats option for s (a nil *Store is no store).
+func factStore(s *clickhouse.Store) stats.FactStore {
+	if s == nil {
+		return nil
+	}
+	return s
+}
+
+func statsName(s *clickhouse.Store) string {
+	if s == nil {
+		return ""
+	}
+	return "clickhouse"
 }
 
 // newHTTPServer configures the timeouts the server needs facing the internet.

@@ -47,7 +47,9 @@ type BroadcastResult struct {
 	FirstDelivery, AllDelivered          time.Duration // after the send request started
 	MessagesPerSecond                    float64
 	// Server memory, read from its /metrics after the accounts existed and
-	// again with every device connected and idle.
+	// again with every device connected and idle, each time after a garbage
+	// collection: the resident set, and the Go memory in use (heap spans and
+	// goroutine stacks; kernel socket buffers are in neither).
 	RSSBefore, RSSAfter   float64
 	HeapBefore, HeapAfter float64
 }
@@ -57,7 +59,8 @@ func (r BroadcastResult) RSSPerDevice() float64 {
 	return (r.RSSAfter - r.RSSBefore) / float64(max(r.Connected, 1))
 }
 
-// HeapPerDevice is the Go heap each idle connection added.
+// HeapPerDevice is the Go memory (heap and stacks) each idle connection
+// added.
 func (r BroadcastResult) HeapPerDevice() float64 {
 	return (r.HeapAfter - r.HeapBefore) / float64(max(r.Connected, 1))
 }
@@ -66,7 +69,7 @@ func (r BroadcastResult) HeapPerDevice() float64 {
 func (r BroadcastResult) String() string {
 	return fmt.Sprintf("devices %d in %d client processes: %d connected in %v\n"+
 		"user_message to the provider: first device after %v, all %d devices after %v (%.0f messages/s)\n"+
-		"server memory per idle connected device: %.1f KB resident, %.1f KB Go heap",
+		"server memory per idle connected device: %.1f KB resident, %.1f KB Go heap and stacks",
 		r.Devices, r.Procs, r.Connected, r.ConnectTook.Round(time.Millisecond),
 		r.FirstDelivery.Round(time.Microsecond), r.Delivered, r.AllDelivered.Round(time.Microsecond), r.MessagesPerSecond,
 		r.RSSPerDevice()/1024, r.HeapPerDevice()/1024)
@@ -219,8 +222,12 @@ func freePort() (int, error) {
 // admin sends a JSON request with the bench admin's credentials and decodes
 // the answer into out.
 func (s *server) admin(ctx context.Context, method, path string, body, out any) error {
-	data, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, method, s.url+path, bytes.NewReader(data))
+	var rd io.Reader
+	if body != nil {
+		data, _ := json.Marshal(body)
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.url+path, rd)
 	if err != nil {
 		return err
 	}
@@ -301,13 +308,18 @@ func (s *server) metrics(ctx context.Context, names ...string) (map[string]float
 	return out, sc.Err()
 }
 
-// memory returns the server's resident set and Go heap in use, in bytes.
-func (s *server) memory(ctx context.Context) (rss, heap float64, err error) {
-	m, err := s.metrics(ctx, "process_resident_memory_bytes", "go_memstats_heap_inuse_bytes")
+// memory returns the server's resident set and the Go memory in use (heap
+// spans and goroutine stacks) in bytes, after a garbage collection (asked
+// for through the profiler), so that garbage of the logins is not counted.
+func (s *server) memory(ctx context.Context) (rss, goMem float64, err error) {
+	if err := s.admin(ctx, http.MethodGet, "/api/admin/debug/pprof/heap?gc=1", nil, nil); err != nil {
+		return 0, 0, err
+	}
+	m, err := s.metrics(ctx, "process_resident_memory_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes")
 	if err != nil {
 		return 0, 0, err
 	}
-	return m["process_resident_memory_bytes"], m["go_memstats_heap_inuse_bytes"], nil
+	return m["process_resident_memory_bytes"], m["go_memstats_heap_inuse_bytes"] + m["go_memstats_stack_inuse_bytes"], nil
 }
 
 // ConnectionsMetric is the gauge of connected devices the node exports.

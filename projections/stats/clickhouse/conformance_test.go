@@ -1,0 +1,12 @@
+package clickhouse_test
+
+import (
+	"testing"
+
+	"tvsm/projections/stats"
+	"tvsm/projections/stats/statstest"
+)
+
+func TestConformance(t *testing.T) {
+	statstest.Run(t, func(t *testing.T) stats.FactStore { return newStore(t) })
+}
