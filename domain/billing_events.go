@@ -1,9 +1,21 @@
 package domain
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // BillingCalledType names the journal entry of a proxied billing call.
 const BillingCalledType = "BillingCalled.v1"
+
+// JournalEventTypes lists the event types that record what happened around
+// an aggregate without changing it (they live in its stream so its history
+// shows them). Readers of state pass over them: the read model does not
+// apply them and the change feed does not report them as changes.
+func JournalEventTypes() []string { return []string{BillingCalledType} }
+
+// IsJournalEvent reports whether eventType is one of JournalEventTypes.
+func IsJournalEvent(eventType string) bool { return slices.Contains(JournalEventTypes(), eventType) }
 
 // BillingCalled records one call a device made to its operator's billing
 // through the proxy (spec §4.2): the route, what the device got back and how

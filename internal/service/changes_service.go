@@ -144,10 +144,10 @@ func (s *Service) Changes(ctx context.Context, c Caller, after eventstore.Positi
 }
 
 // feedChange describes a recorded event; ok is false for streams outside the
-// feed and for journal events that change nothing a sync job reads (billing
-// calls), so they do not make it re-fetch the account.
+// feed and for journal events (domain.IsJournalEvent: billing calls), which
+// change nothing a sync job reads, so they do not make it re-fetch the account.
 func (s *Service) feedChange(rec eventstore.RecordedEvent) (Change, bool) {
-	if rec.Type == domain.BillingCalledType {
+	if domain.IsJournalEvent(rec.Type) {
 		return Change{}, false
 	}
 	for _, k := range feedKinds {

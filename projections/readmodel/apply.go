@@ -46,14 +46,15 @@ var streamKinds = []struct {
 }
 
 // ignoredTypes are the event types the model has no use for: most of the
-// command and device streams, and the billing journal in account streams.
+// command and device streams, and journal events (domain.JournalEventTypes)
+// in account streams.
 // The filter keeps them away (a device's viewing reports above all: they
 // are the bulk of the log), and Apply passes over them should one arrive
 // anyway.
-var ignoredTypes = []string{
+var ignoredTypes = append([]string{
 	domain.CommandsSentType, domain.CommandExpiredType, domain.CommandsAckedType, domain.CommandsConfirmedType,
-	domain.DeviceDisconnectedType, domain.ViewingReportedType, domain.BillingCalledType,
-}
+	domain.DeviceDisconnectedType, domain.ViewingReportedType,
+}, domain.JournalEventTypes()...)
 
 // typeFamily returns an event type name without its version: the prefix
 // that matches every version of it ("AccountCreated." for

@@ -253,7 +253,12 @@ func (d *Dispatcher) WaitApplied(ctx context.Context, pos eventstore.Position) e
 // called: due timers and newly opened connections.
 func (d *Dispatcher) Settle(ctx context.Context) error {
 	done := make(chan struct{})
-	if err := d.send(ctx, loopMsg{settled: done}); err != nil {
+	return d.sendAndWait(ctx, loopMsg{settled: done}, done)
+}
+
+// sendAndWait hands m to the loop and waits until the loop closes done.
+func (d *Dispatcher) sendAndWait(ctx context.Context, m loopMsg, done <-chan struct{}) error {
+	if err := d.send(ctx, m); err != nil {
 		return err
 	}
 	select {
@@ -309,15 +314,7 @@ func (handler) Filter() eventstore.Filter {
 // never passes what the state holds.
 func (h handler) Apply(ctx context.Context, events []eventstore.RecordedEvent, _ projections.Mode) error {
 	done := make(chan struct{})
-	if err := h.d.send(ctx, loopMsg{events: events, applied: done}); err != nil {
-		return err
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return h.d.sendAndWait(ctx, loopMsg{events: events, applied: done}, done)
 }
 
 // appendCtx bounds one store call.
