@@ -22,7 +22,7 @@ import (
 // StatsService is what the Statistics API (/api/stats) needs:
 // *stats.Service implements it.
 type StatsService interface {
-	Subscriptions(ctx context.Context, q stats.Query) ([]stats.ProviderSubscriptions, error)
+	Subscriptions(ctx context.Context, q stats.Query, w stats.SubscriptionWriter) error
 	Devices(ctx context.Context, q stats.Query) ([]stats.ProviderDevices, error)
 	Accounts(ctx context.Context, q stats.Query, w stats.AccountWriter) error
 }
@@ -35,7 +35,7 @@ const StatsWriteTimeout = 10 * time.Minute
 // MountStats adds the Statistics API (spec §4.3) to g, the /api/stats
 // group:
 //
-//	GET /subscription?from=&to=[&provider_id=]   behind auth
+//	GET /subscription?from=&to=[&provider_id=]   behind auth, streamed
 //	GET /device?from=&to=[&provider_id=]         behind auth
 //	GET /account?from=&to=[&provider_id=]        behind auth, streamed
 //	GET /openapi.json, /openapi.yaml             the OpenAPI 3 document
@@ -152,36 +152,55 @@ func (h *statsHandlers) subscription(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	providers, err := h.svc.Subscriptions(c.Request.Context(), q)
-	if err != nil {
-		WriteError(c, statsError(err))
-		return
+	w := &subscriptionStream{statsStream: newStatsStream(c, q), names: map[string][]byte{}}
+	w.finish(h.svc.Subscriptions(c.Request.Context(), q, w))
+}
+
+// subscriptionStream writes the subscription statistic as the service
+// yields it (stats.SubscriptionWriter).
+type subscriptionStream struct {
+	*statsStream
+	providers, days, tariffs int
+	names                    map[string][]byte // JSON-encoded once
+}
+
+func (w *subscriptionStream) BeginProvider(provider int64) error {
+	w.comma(w.providers)
+	w.providers++
+	w.days = 0
+	w.buf = strconv.AppendInt(append(w.buf, `{"provider_id":`...), provider, 10)
+	w.buf = append(w.buf, `,"subscriptions_stat":[`...)
+	return nil
+}
+
+func (w *subscriptionStream) Day(d stats.Day) error {
+	if w.days > 0 {
+		w.buf = append(w.buf, "]},"...)
 	}
-	w := newStatsStream(c, q)
-	for i, p := range providers {
-		names := make(map[int64][]byte, len(p.Names)) // JSON-encoded once
-		for id, name := range p.Names {
-			names[id] = jsonString(name)
-		}
-		w.comma(i)
-		w.buf = strconv.AppendInt(append(w.buf, `{"provider_id":`...), p.Provider, 10)
-		w.buf = append(w.buf, `,"subscriptions_stat":[`...)
-		for j, d := range p.Days {
-			w.comma(j)
-			w.buf = append(append(append(w.buf, `{"date":"`...), d.Day.String()...), `","subscriptions":[`...)
-			for k := range d.Rows {
-				w.comma(k)
-				w.tariff(&d.Rows[k], names[d.Rows[k].Tariff])
-			}
-			w.buf = append(w.buf, "]}"...)
-			if err := w.maybeFlush(); err != nil {
-				w.fail(err)
-				return
-			}
-		}
+	w.days++
+	w.tariffs = 0
+	w.buf = append(append(append(w.buf, `{"date":"`...), d.String()...), `","subscriptions":[`...)
+	return w.maybeFlush()
+}
+
+func (w *subscriptionStream) Tariff(t *stats.SubscriptionDay, name string) error {
+	encoded, ok := w.names[name]
+	if !ok {
+		encoded = jsonString(name)
+		w.names[name] = encoded
+	}
+	w.comma(w.tariffs)
+	w.tariffs++
+	w.tariff(t, encoded)
+	return nil
+}
+
+func (w *subscriptionStream) EndProvider() error {
+	if w.days > 0 {
 		w.buf = append(w.buf, "]}"...)
 	}
-	w.finish(nil)
+	w.buf = append(w.buf, "]}"...)
+	return w.maybeFlush()
 }
 
 func (h *statsHandlers) device(c *gin.Context) {

@@ -481,7 +481,7 @@ func BenchmarkStatsSubscription3Years(b *testing.B) {
 	path := "/subscription?from=" + r.From.String() + "&to=" + r.To.String() + "&provider_id=1"
 	b.Run("bare", func(b *testing.B) {
 		for range b.N {
-			if got, err := e.facts.SubscriptionDays(ctx, r); err != nil || len(got) != len(rows) {
+			if got, err := stats.AllSubscriptionDays(ctx, e.facts, r); err != nil || len(got) != len(rows) {
 				b.Fatal(len(got), err)
 			}
 		}

@@ -39,13 +39,22 @@ func (p *Projector) closeDay(d Day, version uint64) {
 	slot := p.slotOf(d)
 	p.materialize(&p.days[slot]) // the day leaving the window
 	rows := map[rowKey]*SubscriptionDay{}
+	// A tariff's accounts are of its provider: looking rows up by the
+	// tariff alone (an int64 key, hashed much faster than the pair) finds
+	// them, and the pair map stays the truth. Closing runs this lookup for
+	// every account every day.
+	byTariff := map[int64]*SubscriptionDay{}
 	row := func(provider, tariff int64) *SubscriptionDay {
+		if r := byTariff[tariff]; r != nil && r.Provider == provider {
+			return r
+		}
 		k := rowKey{provider, tariff}
 		r := rows[k]
 		if r == nil {
 			r = &SubscriptionDay{Day: d, Provider: provider, Tariff: tariff, Version: version}
 			rows[k] = r
 		}
+		byTariff[tariff] = r
 		return r
 	}
 	for id, t := range st.tariffs {

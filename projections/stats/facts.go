@@ -124,9 +124,10 @@ type FactStore interface {
 	// WriteClassSeen keeps the earliest Day per (Provider, Class).
 	WriteClassSeen(ctx context.Context, rows []DeviceClassSeen) error
 
-	// SubscriptionDays returns the rows in r, ordered by provider, day,
-	// tariff.
-	SubscriptionDays(ctx context.Context, r Range) ([]SubscriptionDay, error)
+	// SubscriptionDays calls fn for every row in r, ordered by provider,
+	// day, tariff, streaming as AccountChannelTotals does; fn returning an
+	// error stops.
+	SubscriptionDays(ctx context.Context, r Range, fn func(SubscriptionDay) error) error
 	// DeviceClassTotals returns per provider and class the viewing in r,
 	// only for classes first seen on or before r.To, ordered by provider
 	// then class.
@@ -145,3 +146,14 @@ type FactStore interface {
 // ErrUnavailable is wrapped by FactStore errors caused by the backend being
 // unreachable (the API answers 503).
 var ErrUnavailable = errors.New("stats: fact store unavailable")
+
+// AllSubscriptionDays returns the rows of f in r, ordered by provider, day,
+// tariff.
+func AllSubscriptionDays(ctx context.Context, f FactStore, r Range) ([]SubscriptionDay, error) {
+	var out []SubscriptionDay
+	err := f.SubscriptionDays(ctx, r, func(row SubscriptionDay) error {
+		out = append(out, row)
+		return nil
+	})
+	return out, err
+}

@@ -125,7 +125,7 @@ func (e *env) subRows(from, to string) string {
 
 func renderRows(t testing.TB, facts stats.FactStore, r stats.Range) string {
 	t.Helper()
-	rows, err := facts.SubscriptionDays(context.Background(), r)
+	rows, err := stats.AllSubscriptionDays(context.Background(), facts, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func dump(t testing.TB, facts stats.FactStore, versions bool) string {
 	t.Helper()
 	ctx := context.Background()
 	all := stats.Range{From: day("2020-01-01"), To: day("2030-12-31")}
-	rows, err := facts.SubscriptionDays(ctx, all)
+	rows, err := stats.AllSubscriptionDays(ctx, facts, all)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -181,15 +181,22 @@ func idPrefix(stream func(int64) string) string {
 func (p *Projector) Apply(ctx context.Context, events []eventstore.RecordedEvent, mode projections.Mode) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i := range events {
-		ev := &events[i]
+	first := 0
+	for first < len(events) && !events[first].Position.After(p.applied) {
+		first++ // a batch begins where the last one (or a snapshot) left off
+	}
+	err := projections.DecodeAhead(events[first:], p.decodeEvent, func(ev *eventstore.RecordedEvent, e decodedEvent) error {
 		if !ev.Position.After(p.applied) {
-			continue
+			return nil
 		}
-		if err := p.apply(ev); err != nil {
-			return fmt.Errorf("stats: apply %s of %s at %v: %w", ev.Type, ev.Stream, ev.Position, err)
+		if e.event != nil {
+			p.apply(ev, e)
 		}
 		p.applied = ev.Position
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if mode == projections.Live || p.pending.rows() >= p.opts.FlushRows {
 		return p.flush(ctx)
@@ -197,20 +204,37 @@ func (p *Projector) Apply(ctx context.Context, events []eventstore.RecordedEvent
 	return nil
 }
 
-// apply applies one event: first it closes the days that ended before the
-// event happened, then it changes the state.
-func (p *Projector) apply(ev *eventstore.RecordedEvent) error {
+// decodedEvent is an event's payload and when it happened; event is nil
+// for a type this node does not know (written by a newer node).
+type decodedEvent struct {
+	event domain.Event
+	at    time.Time
+}
+
+// decodeEvent decodes an event; it runs ahead of apply on other goroutines.
+func (p *Projector) decodeEvent(ev *eventstore.RecordedEvent) (decodedEvent, error) {
+	if ev.Type == domain.ViewingReportedType {
+		if e, ok := decodeViewing(ev.Data); ok {
+			return decodedEvent{event: e, at: occurredAt(ev)}, nil
+		}
+	}
 	e, err := p.opts.Registry.Decode(ev.Type, ev.Data)
 	if errors.Is(err, domain.ErrUnknownEventType) {
-		return nil // written by a newer node: pass over it
+		return decodedEvent{}, nil
 	}
 	if err != nil {
-		return err
+		return decodedEvent{}, fmt.Errorf("stats: apply %s of %s at %v: %w", ev.Type, ev.Stream, ev.Position, err)
 	}
-	day := DayOf(occurredAt(ev), p.loc)
+	return decodedEvent{event: e, at: occurredAt(ev)}, nil
+}
+
+// apply applies one event: first it closes the days that ended before the
+// event happened, then it changes the state.
+func (p *Projector) apply(ev *eventstore.RecordedEvent, d decodedEvent) {
+	day := DayOf(d.at, p.loc)
 	version := ev.Position.Commit
 	p.advance(day, version)
-	switch e := e.(type) {
+	switch e := d.event.(type) {
 	case domain.TariffCreated, domain.TariffDeleted:
 		p.st.applyTariff(e)
 	case domain.DeviceConnected:
@@ -231,7 +255,6 @@ func (p *Projector) apply(ev *eventstore.RecordedEvent) error {
 	default:
 		p.st.applyAccount(e)
 	}
-	return nil
 }
 
 // occurredAt returns when the event happened, from its metadata; when the

@@ -69,60 +69,111 @@ func (s *Service) scope(q Query) (providers []int64, r Range, ok bool, err error
 	}
 	last, closed := s.closed.ClosedThrough()
 	r = Range{From: q.From, To: min(q.To, last), Provider: q.Provider}
+	if len(providers) == 1 {
+		r.Provider = providers[0] // rows of other (deleted) providers are not shown anyway
+	}
 	return providers, r, closed && r.From <= r.To, nil
 }
 
-// ProviderSubscriptions is one provider's subscription statistic: its
-// closed days in the range that have rows, in order, and the names of the
-// tariffs in them.
-type ProviderSubscriptions struct {
-	Provider int64
-	Days     []SubscriptionDayReport
-	// Names are the tariffs' names ("" for a deleted tariff).
-	Names map[int64]string
+// SubscriptionWriter receives the subscription statistic as it is read,
+// so that three years of rows are streamed rather than held: for each
+// provider, BeginProvider, then for each of its closed days in the range
+// that has rows, Day followed by the day's rows in tariff order, then
+// EndProvider. name is the tariff's name ("" for a deleted tariff). An
+// error stops.
+type SubscriptionWriter interface {
+	BeginProvider(provider int64) error
+	Day(d Day) error
+	Tariff(row *SubscriptionDay, name string) error
+	EndProvider() error
 }
 
-// SubscriptionDayReport is one day's rows, one per tariff in tariff order.
-type SubscriptionDayReport struct {
-	Day  Day
-	Rows []SubscriptionDay
-}
-
-// Subscriptions answers /api/stats/subscription: one element per provider.
-func (s *Service) Subscriptions(ctx context.Context, q Query) ([]ProviderSubscriptions, error) {
+// Subscriptions answers /api/stats/subscription, streaming to w: one
+// element per provider.
+func (s *Service) Subscriptions(ctx context.Context, q Query, w SubscriptionWriter) error {
 	providers, r, ok, err := s.scope(q)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]ProviderSubscriptions, len(providers))
-	for i, p := range providers {
-		out[i] = ProviderSubscriptions{Provider: p, Names: map[int64]string{}}
-	}
-	if !ok {
-		return out, nil
-	}
-	rows, err := s.facts.SubscriptionDays(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	// rows are ordered by provider, day, tariff: each day is a run of them.
-	for start := 0; start < len(rows); {
-		end := start + 1
-		for end < len(rows) && rows[end].Provider == rows[start].Provider && rows[end].Day == rows[start].Day {
-			end++
+	st := subscriptionStream{w: w, providers: providers, names: map[int64]string{}, cur: -1}
+	if ok {
+		if err := s.facts.SubscriptionDays(ctx, r, func(row SubscriptionDay) error {
+			st.last = row // reused: a pointer to row would put every row on the heap
+			return st.row(s.catalog, &st.last)
+		}); err != nil {
+			return err
 		}
-		if i, found := slices.BinarySearch(providers, rows[start].Provider); found { // else a deleted provider
-			ps := &out[i]
-			ps.Days = append(ps.Days, SubscriptionDayReport{Day: rows[start].Day, Rows: rows[start:end]})
-			for _, row := range rows[start:end] {
-				if _, known := ps.Names[row.Tariff]; !known {
-					ps.Names[row.Tariff] = s.catalog.TariffName(row.Tariff)
-				}
-			}
-		}
-		start = end
 	}
-	return out, nil
+	if err := st.beginThrough(len(providers) - 1); err != nil {
+		return err
+	}
+	return st.end()
+}
+
+// subscriptionStream turns the store's rows, ordered by provider, day,
+// tariff, into SubscriptionWriter calls, beginning the providers without
+// rows in their turn.
+type subscriptionStream struct {
+	w         SubscriptionWriter
+	providers []int64
+	names     map[int64]string
+	cur, next int // the provider begun and not ended (-1: none), the next to begin
+	day       Day
+	last      SubscriptionDay
+}
+
+func (st *subscriptionStream) row(catalog Catalog, row *SubscriptionDay) error {
+	i, found := slices.BinarySearch(st.providers, row.Provider)
+	switch {
+	case !found:
+		return nil // a deleted provider
+	case i < st.cur:
+		return fmt.Errorf("stats: subscription rows out of order: provider %d after %d", row.Provider, st.providers[st.cur])
+	case i > st.cur:
+		if err := st.beginThrough(i); err != nil {
+			return err
+		}
+	case row.Day == st.day:
+		return st.tariff(catalog, row)
+	}
+	st.day = row.Day
+	if err := st.w.Day(row.Day); err != nil {
+		return err
+	}
+	return st.tariff(catalog, row)
+}
+
+func (st *subscriptionStream) tariff(catalog Catalog, row *SubscriptionDay) error {
+	name, known := st.names[row.Tariff]
+	if !known {
+		name = catalog.TariffName(row.Tariff)
+		st.names[row.Tariff] = name
+	}
+	return st.w.Tariff(row, name)
+}
+
+// beginThrough ends the current provider and begins every provider up to
+// providers[i], which is left current.
+func (st *subscriptionStream) beginThrough(i int) error {
+	for st.next <= i {
+		if err := st.end(); err != nil {
+			return err
+		}
+		if err := st.w.BeginProvider(st.providers[st.next]); err != nil {
+			return err
+		}
+		st.cur, st.next = st.next, st.next+1
+	}
+	return nil
+}
+
+// end ends the current provider, if one is begun.
+func (st *subscriptionStream) end() error {
+	if st.cur < 0 {
+		return nil
+	}
+	st.cur = -1
+	return st.w.EndProvider()
 }
 
 // ProviderDevices is one provider's device statistic: one row per device

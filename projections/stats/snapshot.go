@@ -78,7 +78,7 @@ func (p *Projector) Restore(ctx context.Context) (eventstore.Position, error) {
 func (p *Projector) checkFacts(ctx context.Context) error {
 	l := p.last
 	if l.hasSub {
-		rows, err := p.facts.SubscriptionDays(ctx, Range{From: l.subDay, To: l.subDay, Provider: l.subProvider})
+		rows, err := AllSubscriptionDays(ctx, p.facts, Range{From: l.subDay, To: l.subDay, Provider: l.subProvider})
 		if err != nil {
 			return err
 		}

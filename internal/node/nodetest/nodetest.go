@@ -24,6 +24,7 @@ import (
 	"tvsm/internal/node"
 	"tvsm/internal/schedule"
 	"tvsm/internal/throttle"
+	"tvsm/projections/stats"
 )
 
 // Superadmin credentials every Env starts with.
@@ -73,6 +74,10 @@ type Options struct {
 	Timers schedule.Clock
 	// Billing turns the billing proxy on (node.BillingOptions).
 	Billing node.BillingOptions
+	// Stats and StatsName choose the statistics fact store (default the
+	// embedded one in Dir), as node.Options does.
+	Stats     stats.FactStore
+	StatsName string
 }
 
 // generous returns o with zero limits raised for tests.
@@ -116,6 +121,7 @@ func StartWith(t testing.TB, o Options) *Env {
 		BcryptCost: bcrypt.MinCost, Clock: o.Clock,
 		AdminLogins: generous(o.AdminLogins), DeviceLogins: generous(o.DeviceLogins), DeviceTokenTTL: o.DeviceTokenTTL,
 		Timers: o.Timers, Billing: o.Billing, NodeName: "test",
+		Stats: o.Stats, StatsName: o.StatsName,
 	})
 	if err != nil {
 		_ = closeStore()

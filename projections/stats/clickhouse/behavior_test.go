@@ -79,7 +79,7 @@ func TestMergesChangeNothing(t *testing.T) {
 	}
 	r := stats.Range{From: d, To: d}
 	read := func() ([]stats.SubscriptionDay, []stats.AccountChannelTotal) {
-		rows, err := s.SubscriptionDays(ctx, r)
+		rows, err := stats.AllSubscriptionDays(ctx, s, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func TestDaysRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, d := range days {
-		got, err := s.SubscriptionDays(ctx, stats.Range{From: d, To: d})
+		got, err := stats.AllSubscriptionDays(ctx, s, stats.Range{From: d, To: d})
 		if err != nil || len(got) != 1 || got[0] != rows[i] {
 			t.Errorf("SubscriptionDays on %v: %+v, %v; want [%+v]", d, got, err, rows[i])
 		}
@@ -196,5 +196,65 @@ func TestDaysOutsideDateRefused(t *testing.T) {
 	}
 	if got := totals(t, s, stats.Range{From: 0, To: statstest.D("2105-12-31")}); len(got) != 0 {
 		t.Errorf("refused facts were stored: %+v", got)
+	}
+}
+
+// TestLongRangesReadInWindows reads three years of one provider (read as
+// several windows of days at once) and of every provider (one query):
+// each gives exactly the rows written, in order; a callback stopping early
+// stops the read and gives every connection back.
+func TestLongRangesReadInWindows(t *testing.T) {
+	s := newStore(t)
+	first, last := statstest.D("2023-01-01"), statstest.D("2025-12-31")
+	var want []stats.SubscriptionDay
+	for p := int64(1); p <= 2; p++ {
+		for d := first; d <= last; d++ {
+			for tariff := int64(1); tariff <= 3; tariff++ {
+				want = append(want, stats.SubscriptionDay{Day: d, Provider: p, Tariff: p*10 + tariff, Enabled: int64(d), Version: 1})
+			}
+		}
+	}
+	if err := s.WriteSubscriptionDays(t.Context(), want); err != nil {
+		t.Fatal(err)
+	}
+	one := len(want) / 2
+	for _, c := range []struct {
+		r    stats.Range
+		want []stats.SubscriptionDay
+	}{
+		{stats.Range{From: first, To: last, Provider: 1}, want[:one]},
+		{stats.Range{From: first, To: last, Provider: 2}, want[one:]},
+		{stats.Range{From: first, To: last}, want},
+		{stats.Range{From: first + 100, To: last - 100, Provider: 2}, want[one+300 : len(want)-300]},
+	} {
+		got, err := stats.AllSubscriptionDays(t.Context(), s, c.r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Fatalf("%+v: %d rows, want %d (first %+v, want %+v)", c.r, len(got), len(c.want), got[:1], c.want[:1])
+		}
+	}
+	stop := errors.New("stop")
+	r := stats.Range{From: first, To: last, Provider: 1}
+	for _, after := range []int{1, one / 3, one - 1} {
+		for range 10 {
+			n := 0
+			err := s.SubscriptionDays(t.Context(), r, func(stats.SubscriptionDay) error {
+				n++
+				if n == after {
+					return stop
+				}
+				return nil
+			})
+			if !errors.Is(err, stop) || n != after {
+				t.Fatalf("stopping after %d rows: %v after %d rows", after, err, n)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if got, err := stats.AllSubscriptionDays(ctx, s, r); err != nil || len(got) != one {
+		t.Fatalf("after early stops: %d rows, %v; want %d", len(got), err, one)
 	}
 }

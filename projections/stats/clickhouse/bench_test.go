@@ -177,11 +177,13 @@ func BenchmarkSubscriptionDays(b *testing.B) {
 	b.Run("store", func(b *testing.B) {
 		rows := 0
 		for b.Loop() {
-			got, err := s.SubscriptionDays(b.Context(), r)
-			if err != nil {
+			rows = 0
+			if err := s.SubscriptionDays(b.Context(), r, func(stats.SubscriptionDay) error {
+				rows++
+				return nil
+			}); err != nil {
 				b.Fatal(err)
 			}
-			rows = len(got)
 		}
 		reportRows(b, rows, benchDays*benchTariffs)
 	})

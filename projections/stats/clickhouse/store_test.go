@@ -75,7 +75,7 @@ func TestOpenCreatesAndMigratesOnce(t *testing.T) {
 
 	// Opening again finds the schema current and the data in place.
 	second := openURL(t, url)
-	rows, err := second.SubscriptionDays(ctx, stats.Range{From: d, To: d})
+	rows, err := stats.AllSubscriptionDays(ctx, second, stats.Range{From: d, To: d})
 	if err != nil || len(rows) != 1 || rows[0] != row {
 		t.Fatalf("after reopening: %+v, %v; want [%+v]", rows, err, row)
 	}

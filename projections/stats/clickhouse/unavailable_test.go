@@ -29,7 +29,7 @@ var calls = []struct {
 		return s.WriteClassSeen(ctx, []stats.DeviceClassSeen{{Provider: classSeq, Class: "tv", Day: day0}})
 	}},
 	{"SubscriptionDays", func(ctx context.Context, s stats.FactStore) error {
-		_, err := s.SubscriptionDays(ctx, stats.Range{From: day0, To: day0})
+		_, err := stats.AllSubscriptionDays(ctx, s, stats.Range{From: day0, To: day0})
 		return err
 	}},
 	{"DeviceClassTotals", func(ctx context.Context, s stats.FactStore) error {

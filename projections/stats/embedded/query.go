@@ -13,14 +13,14 @@ import (
 )
 
 // SubscriptionDays implements stats.FactStore.
-func (s *Store) SubscriptionDays(ctx context.Context, r stats.Range) ([]stats.SubscriptionDay, error) {
-	var out []stats.SubscriptionDay
-	err := s.scanDays(ctx, kindSub, 0, r, func(key, val []byte) error {
+func (s *Store) SubscriptionDays(ctx context.Context, r stats.Range, fn func(stats.SubscriptionDay) error) error {
+	return s.scanDays(ctx, kindSub, 0, r, func(key, val []byte) error {
 		row, err := decodeSub(key, val)
-		out = append(out, row)
-		return err
+		if err != nil {
+			return err
+		}
+		return fn(row)
 	})
-	return out, err
 }
 
 // ActiveAccounts implements stats.FactStore.

@@ -40,12 +40,12 @@ func TestReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SubscriptionDays(ctx, stats.Range{From: d, To: d}); !errors.Is(err, stats.ErrUnavailable) {
+	if _, err := stats.AllSubscriptionDays(ctx, s, stats.Range{From: d, To: d}); !errors.Is(err, stats.ErrUnavailable) {
 		t.Errorf("query after Close: %v, want ErrUnavailable", err)
 	}
 
 	s = open(t, dir)
-	rows, err := s.SubscriptionDays(ctx, stats.Range{From: d, To: d})
+	rows, err := stats.AllSubscriptionDays(ctx, s, stats.Range{From: d, To: d})
 	if err != nil || len(rows) != 1 || rows[0] != row {
 		t.Errorf("after reopening: %+v, %v; want [%+v]", rows, err, row)
 	}

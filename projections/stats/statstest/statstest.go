@@ -96,7 +96,7 @@ func seen(rows ...stats.DeviceClassSeen) write {
 func wantSubs(r stats.Range, want ...stats.SubscriptionDay) check {
 	return func(t *testing.T, ctx context.Context, s stats.FactStore) {
 		t.Helper()
-		got, err := s.SubscriptionDays(ctx, r)
+		got, err := stats.AllSubscriptionDays(ctx, s, r)
 		if err != nil {
 			t.Fatalf("SubscriptionDays(%+v): %v", r, err)
 		}
@@ -244,7 +244,7 @@ func testConcurrentWrites(t *testing.T, s stats.FactStore) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	rows, err := s.SubscriptionDays(ctx, stats.Range{From: d, To: d})
+	rows, err := stats.AllSubscriptionDays(ctx, s, stats.Range{From: d, To: d})
 	if err != nil || len(rows) != 100 {
 		t.Fatalf("SubscriptionDays after concurrent writes: %d rows, %v; want 100", len(rows), err)
 	}
