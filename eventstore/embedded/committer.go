@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -62,6 +61,7 @@ type pendingReply struct {
 // and fsyncs it once.
 func (s *Store) commitLoop(last uint64) {
 	defer close(s.done)
+	defer s.own.close()
 	next := last + 1
 	for {
 		var first *appendReq
@@ -82,6 +82,7 @@ func (s *Store) commitLoop(last uint64) {
 			}
 		}
 		next = s.commit(g)
+		s.maintainRecent()
 	}
 }
 
@@ -157,12 +158,16 @@ func (s *Store) stageErr(g *group, r *appendReq) (eventstore.AppendResult, error
 		// pebble copies key and value into the batch, so buf can be reused.
 		_ = g.batch.Set(eventKey(pos), buf, nil)
 		_ = g.batch.Set(streamKey(r.stream, rev), encodePos(pos), nil)
-		_ = g.batch.Set(idKey(e.ID), encodePos(pos), nil)
+		ik := idKey(e.ID)
+		_ = g.batch.Set(ik, encodePos(pos), nil)
+		s.recent.add(ik)
 		g.ids[e.ID] = staged{stream: r.stream, rev: rev, pos: pos}
 		g.heads[r.stream] = rev
 		rev++
 	}
-	_ = g.batch.Set(headKey(r.stream), encodePos(rev-1), nil)
+	hk := headKey(r.stream)
+	_ = g.batch.Set(hk, encodePos(rev-1), nil)
+	s.recent.add(hk)
 	last := g.next - 1
 	return eventstore.AppendResult{NextExpected: rev - 1, Position: eventstore.Position{Commit: last, Prepare: last}}, nil
 }
@@ -219,15 +224,14 @@ func (s *Store) lookupID(g *group, id eventstore.EventID) (staged, bool, error) 
 	if st, ok := g.ids[id]; ok {
 		return st, true, nil
 	}
-	v, closer, err := s.db.Get(idKey(id))
-	if errors.Is(err, pebble.ErrNotFound) {
+	v, err := s.getIndexed(idKey(id), &s.own)
+	if isNotFound(err) {
 		return staged{}, false, nil
 	}
 	if err != nil {
 		return staged{}, false, err
 	}
 	pos := binary.BigEndian.Uint64(v)
-	closer.Close()
 	rec, closer, err := s.db.Get(eventKey(pos))
 	if err != nil {
 		return staged{}, false, fmt.Errorf("event %s indexed at %d: %w", id, pos, err)
@@ -244,5 +248,5 @@ func (s *Store) currentRevision(g *group, stream string) (uint64, bool, error) {
 	if rev, ok := g.heads[stream]; ok {
 		return rev, true, nil
 	}
-	return s.streamHead(stream)
+	return s.streamHead(stream, &s.own)
 }

@@ -37,6 +37,8 @@ type Options struct {
 	MaxGroup int
 	// CacheSize is pebble's block cache in bytes (default 64 MiB).
 	CacheSize int64
+
+	filterGenKeys int // tests: keys per recent-key filter (recent.go)
 }
 
 // Store is the embedded backend. It implements eventstore.Store and
@@ -55,6 +57,11 @@ type Store struct {
 	// failed fsync leaves the on-disk state unknown; see fsyncgate).
 	broken atomic.Pointer[error]
 	stats  storeStats
+	recent *recentKeys
+	own    durableIter // the committer's
+	// lsmGen counts changes of pebble's sstables (flushes, compactions) and
+	// filter drops: the committer renews its iterator when it moves.
+	lsmGen *atomic.Uint64
 }
 
 // Open opens (creating if needed) the store in dir.
@@ -73,11 +80,16 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
+	lsmGen := new(atomic.Uint64)
 	popts := &pebble.Options{
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
 		MemTableSize:       64 << 20,
 		Logger:             pebbleLogger{opts.Logger.With("component", "pebble")},
+		EventListener: &pebble.EventListener{
+			FlushEnd:      func(pebble.FlushInfo) { lsmGen.Add(1) },
+			CompactionEnd: func(pebble.CompactionInfo) { lsmGen.Add(1) },
+		},
 	}
 	// The log is read mostly by long sequential scans (replay, catch-up), for
 	// which 32 KiB blocks cost far less per event than the default 4 KiB:
@@ -100,12 +112,19 @@ func Open(dir string, opts Options) (*Store, error) {
 		reqs:    make(chan *appendReq),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
+		lsmGen:  lsmGen,
 	}
 	last, err := s.init()
+	if err == nil {
+		// Keys replayed from the WAL go to sstables, so that the committer's
+		// filters know every key in a memtable (see recent.go).
+		err = db.Flush()
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("embedded: open %s: %w", dir, err)
 	}
+	s.recent = newRecentKeys(opts.filterGenKeys)
 	s.head.init(last)
 	go s.commitLoop(last)
 	return s, nil
@@ -202,7 +221,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from eventstore.R
 	head := s.head.load()
 	// Loading an aggregate that does not exist yet (every create does) is
 	// answered by one bloom-filtered point lookup, without an iterator.
-	last, exists, err := s.streamHead(stream)
+	last, exists, err := s.streamHead(stream, nil)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: read %q: %w", stream, err)
 	}
@@ -254,7 +273,7 @@ func (s *Store) emptyRead(stream string, head uint64) ([]eventstore.RecordedEven
 }
 
 func (s *Store) streamExists(stream string, head uint64) (bool, error) {
-	_, exists, err := s.streamHead(stream)
+	_, exists, err := s.streamHead(stream, nil)
 	if err != nil || !exists {
 		return false, err
 	}
@@ -276,16 +295,16 @@ func (s *Store) eventAt(dec *decoder, pos uint64) (eventstore.RecordedEvent, err
 	return dec.decode(pos, v)
 }
 
-// streamHead returns the revision of the last stored event of stream.
-func (s *Store) streamHead(stream string) (rev uint64, exists bool, err error) {
-	v, closer, err := s.db.Get(headKey(stream))
-	if errors.Is(err, pebble.ErrNotFound) {
+// streamHead returns the revision of the last stored event of stream; own
+// as for getIndexed.
+func (s *Store) streamHead(stream string, own *durableIter) (rev uint64, exists bool, err error) {
+	v, err := s.getIndexed(headKey(stream), own)
+	if isNotFound(err) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, err
 	}
-	defer closer.Close()
 	return binary.BigEndian.Uint64(v), true, nil
 }
 

@@ -77,6 +77,10 @@ func Execute[S, C any](ctx context.Context, x *Executor, stream string, d domain
 			if v, ok := c.state.(S); ok {
 				snap, st, fromCache = c, cloneState(v), true
 			}
+		} else if meta.NewStream {
+			// Trusted like a cached state: unverified until an append or a read.
+			st, fromCache = d.Initial(), true
+			snap = snapshot{state: st}
 		}
 	}
 	if !fromCache {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -335,4 +336,63 @@ func mustExec(t testing.TB, x *Executor, stream string, cmd any) Result[counter]
 		t.Fatalf("%s %#v: %v", stream, cmd, err)
 	}
 	return res
+}
+
+// readCountingStore is the real store, counting stream reads.
+type readCountingStore struct {
+	eventstore.Store
+	mu    sync.Mutex
+	reads int
+}
+
+func (r *readCountingStore) ReadStream(ctx context.Context, stream string, from eventstore.Revision, max int) ([]eventstore.RecordedEvent, error) {
+	r.mu.Lock()
+	r.reads++
+	r.mu.Unlock()
+	return r.Store.ReadStream(ctx, stream, from, max)
+}
+
+// A command on a stream its caller has just named (NewStream) is decided on
+// the initial state without reading the stream.
+func TestExecuteNewStreamSkipsTheRead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rs := &readCountingStore{Store: e.store}
+	x := e.executor(rs, Options{CacheSize: -1})
+	m := meta("r-new")
+	m.NewStream = true
+	res, err := Execute(e.ctx, x, "counter-new", counterDecider, any(create{Name: "n"}), m)
+	if err != nil || !res.State.Exists || res.Revision != eventstore.Exact(0) {
+		t.Fatalf("create on a new stream: %+v, %v", res, err)
+	}
+	if rs.reads != 0 {
+		t.Fatalf("%d stream reads, want none", rs.reads)
+	}
+	if got := e.read("counter-new"); len(got) != 1 {
+		t.Fatalf("stream holds %d events, want 1", len(got))
+	}
+}
+
+// When a stream said to be new has events after all, the append's
+// expectation catches it and the command is decided on the real state.
+func TestExecuteNewStreamThatExists(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x := e.executor(nil, Options{CacheSize: -1, RetryDelay: time.Microsecond})
+	e.appendDirect("counter-old", counterCreated{Name: "old"}, counterAdded{N: 4})
+	m := meta("r-old")
+	m.NewStream = true
+	if _, err := Execute(e.ctx, x, "counter-old", counterDecider, any(create{Name: "n"}), m); !errors.Is(err, errExists) {
+		t.Fatalf("create on an existing stream said to be new: %v, want errExists", err)
+	}
+	res, err := Execute(e.ctx, x, "counter-old", counterDecider, any(add{N: 1}), m)
+	if err != nil || res.State.Total != 5 || res.Revision != eventstore.Exact(2) {
+		t.Fatalf("add on an existing stream said to be new: %+v, %v; want total 5 at revision 2", res, err)
+	}
+	if _, err := Execute(e.ctx, x, "counter-old", counterDecider, any(add{N: 0}), m); err != nil {
+		t.Fatalf("no-op on an existing stream said to be new: %v", err)
+	}
+	if got := e.read("counter-old"); len(got) != 3 {
+		t.Fatalf("stream holds %d events, want 3", len(got))
+	}
 }

@@ -136,6 +136,11 @@ type RequestMeta struct {
 	IdempotencyKey string
 	// Now is the time of the command; zero means the Executor's clock.
 	Now time.Time
+	// NewStream says the stream was just named (a freshly allocated id), so
+	// Execute decides on the initial state without reading it. The append
+	// still expects no stream: if it has events after all, Execute reads it
+	// and decides again, as after any conflict.
+	NewStream bool
 }
 
 // pause sleeps before attempt (1-based count of failures so far): a jittered

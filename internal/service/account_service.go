@@ -167,7 +167,9 @@ func (s *Service) createAccountReserved(ctx context.Context, c Caller, cmd domai
 	if err := s.reserveAccountLogin(ctx, c, stream, owner); err != nil {
 		return app.Result[domain.Account]{}, err
 	}
-	res, err := app.Execute(ctx, s.cfg.Executor, owner, domain.AccountDecider(), domain.AccountCommand(cmd), c.meta())
+	meta := c.meta()
+	meta.NewStream = true // cmd.ID was just allocated
+	res, err := app.Execute(ctx, s.cfg.Executor, owner, domain.AccountDecider(), domain.AccountCommand(cmd), meta)
 	if err != nil {
 		s.releaseAccountLogin(ctx, c, stream, owner)
 		return app.Result[domain.Account]{}, err

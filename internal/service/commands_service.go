@@ -47,7 +47,7 @@ func (s *Service) SendCommands(ctx context.Context, c Caller, in SendInput, enco
 	if err != nil {
 		return nil, fmt.Errorf("service: send: fingerprint: %w", err)
 	}
-	return createOnce(ctx, s, c, SendIDKind, "send "+string(fingerprint), encode,
+	return createOnce(ctx, s, c, SendIDKind, func() string { return "send " + string(fingerprint) }, encode,
 		func(ctx context.Context, pins *app.Pins) (eventstore.Position, func() (int64, error), error) {
 			return s.issueSend(ctx, c, pins, cmd, now)
 		})
