@@ -160,16 +160,13 @@ func (h *statsHandlers) subscription(c *gin.Context) {
 // yields it (stats.SubscriptionWriter).
 type subscriptionStream struct {
 	*statsStream
-	providers, days, tariffs int
-	names                    map[string][]byte // JSON-encoded once
+	days, tariffs int
+	names         map[string][]byte // JSON-encoded once
 }
 
 func (w *subscriptionStream) BeginProvider(provider int64) error {
-	w.comma(w.providers)
-	w.providers++
 	w.days = 0
-	w.buf = strconv.AppendInt(append(w.buf, `{"provider_id":`...), provider, 10)
-	w.buf = append(w.buf, `,"subscriptions_stat":[`...)
+	w.beginProvider(`{"provider_id":`, provider, `,"subscriptions_stat":[`)
 	return nil
 }
 
@@ -215,10 +212,8 @@ func (h *statsHandlers) device(c *gin.Context) {
 		return
 	}
 	w := newStatsStream(c, q)
-	for i, p := range providers {
-		w.comma(i)
-		w.buf = strconv.AppendInt(append(w.buf, `{"provider_id":`...), p.Provider, 10)
-		w.buf = append(w.buf, `,"device_stat":[`...)
+	for _, p := range providers {
+		w.beginProvider(`{"provider_id":`, p.Provider, `,"device_stat":[`)
 		for j, cl := range p.Classes {
 			w.comma(j)
 			w.buf = append(append(append(w.buf, `{"class":`...), jsonString(cl.Class)...), ',')
@@ -246,9 +241,10 @@ func (h *statsHandlers) account(c *gin.Context) {
 // error can still be answered properly; after it the answer is cut short,
 // its JSON left unterminated so that no client takes it for complete.
 type statsStream struct {
-	c    *gin.Context
-	buf  []byte
-	sent bool
+	c         *gin.Context
+	buf       []byte
+	sent      bool
+	providers int // provider_stat elements begun
 }
 
 const statsFlushBytes = 32 << 10
@@ -261,6 +257,15 @@ func newStatsStream(c *gin.Context, q stats.Query) *statsStream {
 	w.buf = append(append(w.buf, `","to":"`...), q.To.String()...)
 	w.buf = append(w.buf, `","provider_stat":[`...)
 	return w
+}
+
+// beginProvider opens the next provider_stat element: idKey, the
+// provider's id, then listKey opening its list.
+func (w *statsStream) beginProvider(idKey string, provider int64, listKey string) {
+	w.comma(w.providers)
+	w.providers++
+	w.buf = strconv.AppendInt(append(w.buf, idKey...), provider, 10)
+	w.buf = append(w.buf, listKey...)
 }
 
 // comma separates array elements: before every one but the first.
@@ -347,15 +352,12 @@ func jsonString(s string) []byte {
 // (stats.AccountWriter).
 type accountStream struct {
 	*statsStream
-	providers, accounts int
+	accounts int
 }
 
 func (w *accountStream) BeginProvider(provider int64) error {
-	w.comma(w.providers)
-	w.providers++
 	w.accounts = 0
-	w.buf = strconv.AppendInt(append(w.buf, `{"providerId":`...), provider, 10)
-	w.buf = append(w.buf, `,"account_stat":[`...)
+	w.beginProvider(`{"providerId":`, provider, `,"account_stat":[`)
 	return nil
 }
 
