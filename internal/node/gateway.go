@@ -75,33 +75,62 @@ func (n *Node) closeGateway() {
 
 // registerGatewayMetrics exports the gateway's figures, read when scraped.
 func registerGatewayMetrics(reg prometheus.Registerer, d *dispatch.Dispatcher, j *billing.Journal) {
-	gauge := func(name, help string, f func(dispatch.Stats) float64) {
-		metrics.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
-			func() float64 { return f(d.Stats()) }))
-	}
-	counter := func(name, help string, f func(dispatch.Stats) uint64) {
-		metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
-			func() float64 { return float64(f(d.Stats())) }))
-	}
-	gauge("tvsm_ws_connections", "Devices connected to this node's websocket gateway.",
-		func(s dispatch.Stats) float64 { return float64(s.Connections) })
-	gauge("tvsm_dispatch_live_commands", "Commands still deliverable (delayed or within their ttl).",
-		func(s dispatch.Stats) float64 { return float64(s.LiveCommands) })
-	counter("tvsm_dispatch_deliveries_total", "Command messages queued to device connections.",
-		func(s dispatch.Stats) uint64 { return s.Deliveries })
-	counter("tvsm_dispatch_claim_conflicts_total", "Delivery claims that lost to another append and were retried.",
-		func(s dispatch.Stats) uint64 { return s.ClaimConflicts })
-	counter("tvsm_dispatch_claim_failures_total", "Delivery rounds given up after too many conflicts or store errors.",
-		func(s dispatch.Stats) uint64 { return s.ClaimFailures })
-	counter("tvsm_dispatch_acks_total", "Devices recorded as having acknowledged a command.",
-		func(s dispatch.Stats) uint64 { return s.Acks })
-	counter("tvsm_dispatch_confirms_total", "Devices recorded as having confirmed a confirm message.",
-		func(s dispatch.Stats) uint64 { return s.Confirms })
-	counter("tvsm_dispatch_receipts_dropped_total", "Acks and confirms lost to a full queue or the store.",
-		func(s dispatch.Stats) uint64 { return s.ReceiptsDropped + s.ReceiptFailures })
-	counter("tvsm_dispatch_connection_events_dropped_total", "Connect and disconnect events lost to a full queue or the store.",
-		func(s dispatch.Stats) uint64 { return s.ConnectionEventsDropped + s.ConnectionEventFailures })
+	metrics.Register(reg, dispatchCollector{stats: d.Stats})
 	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "tvsm_billing_journal_dropped_total", Help: "Proxied billing calls not journaled (queue full or store error).",
 	}, func() float64 { st := j.Stats(); return float64(st.Dropped + st.Failed) }))
+}
+
+// dispatchCollector exports the dispatcher's figures, reading its Stats
+// once per scrape rather than once per metric.
+type dispatchCollector struct{ stats func() dispatch.Stats }
+
+type dispatchMetric struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(dispatch.Stats) uint64
+}
+
+func dispatchGauge(name, help string, value func(dispatch.Stats) uint64) dispatchMetric {
+	return dispatchMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, value}
+}
+
+func dispatchCounter(name, help string, value func(dispatch.Stats) uint64) dispatchMetric {
+	return dispatchMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue, value}
+}
+
+var dispatchMetrics = []dispatchMetric{
+	dispatchGauge("tvsm_ws_connections", "Devices connected to this node's websocket gateway.",
+		func(s dispatch.Stats) uint64 { return uint64(s.Connections) }),
+	dispatchGauge("tvsm_dispatch_live_commands", "Commands still deliverable (delayed or within their ttl).",
+		func(s dispatch.Stats) uint64 { return uint64(s.LiveCommands) }),
+	dispatchCounter("tvsm_dispatch_deliveries_total", "Command messages queued to device connections.",
+		func(s dispatch.Stats) uint64 { return s.Deliveries }),
+	dispatchCounter("tvsm_dispatch_claim_conflicts_total", "Delivery claims that lost to another append and were retried.",
+		func(s dispatch.Stats) uint64 { return s.ClaimConflicts }),
+	dispatchCounter("tvsm_dispatch_claim_failures_total", "Delivery rounds given up after too many conflicts or store errors.",
+		func(s dispatch.Stats) uint64 { return s.ClaimFailures }),
+	dispatchCounter("tvsm_dispatch_acks_total", "Devices recorded as having acknowledged a command.",
+		func(s dispatch.Stats) uint64 { return s.Acks }),
+	dispatchCounter("tvsm_dispatch_confirms_total", "Devices recorded as having confirmed a confirm message.",
+		func(s dispatch.Stats) uint64 { return s.Confirms }),
+	dispatchCounter("tvsm_dispatch_receipts_dropped_total", "Acks and confirms lost to a full queue or the store.",
+		func(s dispatch.Stats) uint64 { return s.ReceiptsDropped + s.ReceiptFailures }),
+	dispatchCounter("tvsm_dispatch_connection_events_dropped_total", "Connect and disconnect events lost to a full queue or the store.",
+		func(s dispatch.Stats) uint64 { return s.ConnectionEventsDropped + s.ConnectionEventFailures }),
+}
+
+// Describe implements prometheus.Collector.
+func (dispatchCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range dispatchMetrics {
+		ch <- m.desc
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c dispatchCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	for _, m := range dispatchMetrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, float64(m.value(s)))
+	}
 }

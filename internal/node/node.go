@@ -26,6 +26,7 @@ import (
 	"tvsm/internal/app"
 	"tvsm/internal/billing"
 	"tvsm/internal/devauth"
+	"tvsm/internal/metrics"
 	"tvsm/internal/schedule"
 	"tvsm/internal/service"
 	"tvsm/internal/throttle"
@@ -46,6 +47,8 @@ type Options struct {
 	// DataDir holds the read model snapshot (DataDir/readmodel.snapshot).
 	DataDir string
 	Logger  *slog.Logger
+	// Metrics is served at /metrics, with the node's own figures (default
+	// a fresh registry).
 	Metrics httpapi.MetricsRegistry
 	// AdminLogin (default DefaultAdminLogin) and AdminPassword create the
 	// first superadmin when there is no admin yet. An empty password is
@@ -154,6 +157,9 @@ func Start(ctx context.Context, store eventstore.Store, opts Options) (*Node, er
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.NewRegistry()
+	}
 	if err := os.MkdirAll(opts.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -234,9 +240,7 @@ func Start(ctx context.Context, store eventstore.Store, opts Options) (*Node, er
 		n.abort()
 		return nil, fmt.Errorf("node: billing: %w", err)
 	}
-	if opts.Metrics != nil {
-		registerGatewayMetrics(opts.Metrics, n.Dispatcher, n.journal)
-	}
+	registerGatewayMetrics(opts.Metrics, n.Dispatcher, n.journal)
 	n.Engine = httpapi.New(httpapi.Options{Logger: n.log, Metrics: opts.Metrics, Ready: n.ready})
 	n.Auth = httpapi.ThrottleLogins(
 		httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost}),
