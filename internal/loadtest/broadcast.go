@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"tvsm/internal/schedule"
 	"tvsm/internal/simulate"
 )
 
@@ -119,7 +120,7 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 		return res, err
 	}
 	res.ConnectTook = time.Since(started)
-	sleepCtx(ctx, 3*time.Second) // let the logins' garbage and buffers settle
+	schedule.Sleep(ctx, 3*time.Second) // let the logins' garbage and buffers settle
 	if res.RSSAfter, res.HeapAfter, err = srv.memory(ctx); err != nil {
 		return res, err
 	}
@@ -341,7 +342,7 @@ func (s *server) waitConnected(ctx context.Context, n int, log io.Writer) (int, 
 			fmt.Fprintf(log, "%d/%d devices connected\n", got, n)
 			last = time.Now()
 		}
-		if !sleepCtx(ctx, 100*time.Millisecond) {
+		if !schedule.Sleep(ctx, 100*time.Millisecond) {
 			return got, fmt.Errorf("loadtest: %d of %d devices connected: %w", got, n, ctx.Err())
 		}
 	}
@@ -362,17 +363,6 @@ func (s *server) sendMessage(ctx context.Context, provider int64) error {
 		return errors.New("loadtest: send answered response false")
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // clients are the `tvsm simulate` processes.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"tvsm/internal/schedule"
 )
 
 // errDenied ends a device for good: its login is refused for a reason a
@@ -33,7 +35,7 @@ func (s *Sim) device(ctx context.Context, i int) {
 			}
 			if err != nil {
 				s.c.Errors.Add(1)
-				sleep(ctx, jitter(backoff))
+				schedule.Sleep(ctx, jitter(backoff))
 				backoff = min(2*backoff, 10*time.Second)
 				continue
 			}
@@ -52,7 +54,7 @@ func (s *Sim) device(ctx context.Context, i int) {
 			s.c.Errors.Add(1)
 		}
 		s.c.Reconnects.Add(1)
-		sleep(ctx, jitter(backoff))
+		schedule.Sleep(ctx, jitter(backoff))
 		backoff = min(2*backoff, 10*time.Second)
 	}
 }
@@ -236,13 +238,4 @@ func jitter(d time.Duration) time.Duration {
 		return d
 	}
 	return d/2 + rand.N(d/2)
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
