@@ -116,6 +116,7 @@ func TestServeListenFailure(t *testing.T) {
 // directory, checks it answers over real HTTP, then stops it like SIGTERM.
 func TestServe(t *testing.T) {
 	isolateEnv(t)
+	t.Setenv("TVSM_ADMIN_PASSWORD", "s3cret-root")
 	data := filepath.Join(t.TempDir(), "data") // does not exist yet: serve creates it
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -126,6 +127,7 @@ func TestServe(t *testing.T) {
 		exited <- run(ctx, []string{"serve",
 			"--http", "127.0.0.1:0", "--data", data,
 			"--log-format", "json", "--shutdown-timeout", "5s",
+			"--admin-login", "root", "--admin-login-failures", "2",
 		}, io.Discard, stderr)
 	}()
 
@@ -142,6 +144,23 @@ func TestServe(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(data, "events")); err != nil {
 		t.Errorf("embedded event store not in the data directory: %v", err)
+	}
+	// admin_login_failures: two wrong passwords, then even the right one waits.
+	for i, want := range []int{http.StatusUnauthorized, http.StatusUnauthorized, http.StatusTooManyRequests} {
+		password := "wrong"
+		if i == 2 {
+			password = "s3cret-root"
+		}
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/admin/providers", nil)
+		req.SetBasicAuth("root", password)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("login %d as root: %d, want %d", i+1, resp.StatusCode, want)
+		}
 	}
 
 	cancel() // what SIGINT/SIGTERM do

@@ -20,6 +20,7 @@ import (
 	"tvsm/internal/logging"
 	"tvsm/internal/metrics"
 	"tvsm/internal/node"
+	"tvsm/internal/throttle"
 	"tvsm/projections/stats"
 	"tvsm/projections/stats/clickhouse"
 )
@@ -82,6 +83,8 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 		Billing: node.BillingOptions{
 			Enabled: cfg.HasFeature(config.FeatureBilling), HeaderPrefix: cfg.BillingHeaderPrefix, Timeout: cfg.BillingTimeout,
 		},
+		AdminLogins:  throttle.GuardOptions{LoginLimit: cfg.AdminLoginFailures, AddressLimit: cfg.AdminAddressFailures},
+		DeviceLogins: throttle.GuardOptions{LoginLimit: cfg.DeviceLoginFailures, AddressLimit: cfg.DeviceAddressFailures},
 	})
 	if err != nil {
 		return err

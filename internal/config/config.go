@@ -75,6 +75,10 @@ type Config struct {
 	BillingHeaderPrefix string
 	// BillingTimeout bounds one proxied billing call.
 	BillingTimeout time.Duration
+	// Failed logins allowed per minute before 429, per login and per client
+	// address, for administrators (HTTP Basic) and devices (device login).
+	AdminLoginFailures, AdminAddressFailures   int
+	DeviceLoginFailures, DeviceAddressFailures int
 }
 
 // Defaults returns the configuration used when nothing is set: everything
@@ -93,6 +97,10 @@ func Defaults() Config {
 		EndOfDayLocation:      time.UTC,
 		BillingHeaderPrefix:   "X-TVSM-",
 		BillingTimeout:        10 * time.Second,
+		AdminLoginFailures:    5,
+		AdminAddressFailures:  20,
+		DeviceLoginFailures:   5,
+		DeviceAddressFailures: 20,
 	}
 }
 
@@ -339,6 +347,27 @@ var settings = []setting{
 		},
 		get: func(c *Config) string { return c.BillingTimeout.String() },
 	},
+	failuresSetting("admin_login_failures", "failed Basic logins of one administrator", func(c *Config) *int { return &c.AdminLoginFailures }),
+	failuresSetting("admin_address_failures", "failed Basic logins from one client address", func(c *Config) *int { return &c.AdminAddressFailures }),
+	failuresSetting("device_login_failures", "failed device logins of one account login", func(c *Config) *int { return &c.DeviceLoginFailures }),
+	failuresSetting("device_address_failures", "failed device logins from one client address", func(c *Config) *int { return &c.DeviceAddressFailures }),
+}
+
+// failuresSetting is a limit of failed logins per minute.
+func failuresSetting(key, what string, field func(*Config) *int) setting {
+	return setting{
+		key:   key,
+		usage: "`count` of " + what + " allowed per minute before 429",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 1 || n > 1_000_000 {
+				return fmt.Errorf("%q must be a whole number from 1 to 1000000", v)
+			}
+			*field(c) = n
+			return nil
+		},
+		get: func(c *Config) string { return strconv.Itoa(*field(c)) },
+	}
 }
 
 func lookupSetting(key string) (setting, bool) {
