@@ -132,30 +132,43 @@ type change struct {
 // this one cannot read, and serving slightly stale rows beats serving none.
 // Data that does not decode as its registered type is an error: the runner
 // logs it and retries, and the model stays at the event before it.
+//
+// A long batch (a replay) is decoded ahead on every core
+// (projections.DecodeAhead) while it is applied in order.
 func (m *Model) Apply(ctx context.Context, events []eventstore.RecordedEvent, _ projections.Mode) error {
-	for i := range events {
-		if i%1024 == 1023 {
+	applied := 0
+	return projections.DecodeAhead(events, m.decodeChange, func(ev *eventstore.RecordedEvent, d decodedChange) error {
+		if applied++; applied%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		ev := &events[i]
-		c, ok, err := m.decode(ev)
-		if err != nil {
-			return fmt.Errorf("readmodel: apply %s of %s at revision %d: %w", ev.Type, ev.Stream, ev.Revision, err)
-		}
 		m.mu.Lock()
-		if ok {
-			m.st.apply(&m.ev, &c)
-		} else if c.kind != 0 {
+		if d.ok {
+			m.st.apply(&m.ev, &d.c)
+		} else if d.c.kind != 0 {
 			m.skipped++
 		}
 		if ev.Position.After(m.st.pos) {
 			m.st.pos = ev.Position
 		}
 		m.mu.Unlock()
+		return nil
+	})
+}
+
+// decodedChange is what decodeChange made of an event.
+type decodedChange struct {
+	c  change
+	ok bool
+}
+
+func (m *Model) decodeChange(ev *eventstore.RecordedEvent) (decodedChange, error) {
+	c, ok, err := m.decode(ev)
+	if err != nil {
+		return decodedChange{}, fmt.Errorf("readmodel: apply %s of %s at revision %d: %w", ev.Type, ev.Stream, ev.Revision, err)
 	}
-	return nil
+	return decodedChange{c, ok}, nil
 }
 
 // decode turns a recorded event into a change. ok is false for events the
