@@ -273,12 +273,36 @@ func (h *commandHandlers) receipts(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
+	page, err := receiptsPage.Parse(c.Request.URL.Query())
+	if err != nil {
+		WriteError(c, err)
+		return
+	}
 	v, err := h.svc.CommandReceipts(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
 	}
-	providerJSON(c, sendView(v))
+	out := sendView(v)
+	for i := range out.Commands {
+		out.Commands[i].Receipts = pageOf(out.Commands[i].Receipts, page)
+	}
+	providerJSON(c, out)
+}
+
+// receiptsPage pages each command's receipts (in device id order) with the
+// list parameters start, limit and page; by default every receipt is
+// listed. A provider-wide broadcast has a receipt per device, and counts.sent
+// is the total a client pages through.
+var receiptsPage = ListSpec{}
+
+// pageOf returns the items of page q.
+func pageOf[T any](items []T, q ListQuery) []T {
+	start, end := min(q.Start, len(items)), len(items)
+	if q.Limit > 0 && q.Limit < end-start {
+		end = start + q.Limit
+	}
+	return items[start:end]
 }
 
 // sendViewJSON is a send and its receipts.

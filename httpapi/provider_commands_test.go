@@ -419,7 +419,13 @@ type receiptView struct {
 
 func (p papi) receipts(t testing.TB, id int64) receiptView {
 	t.Helper()
-	status, body := p.do(t, http.MethodGet, "/commands/"+strconv.FormatInt(id, 10), nil)
+	return p.receiptsPage(t, id, "")
+}
+
+// receiptsPage reads the receipts with the query string query.
+func (p papi) receiptsPage(t testing.TB, id int64, query string) receiptView {
+	t.Helper()
+	status, body := p.do(t, http.MethodGet, "/commands/"+strconv.FormatInt(id, 10)+query, nil)
 	if status != http.StatusOK {
 		t.Fatalf("receipts of %d: %d %s", id, status, body)
 	}
@@ -501,6 +507,25 @@ func TestReceiptsView(t *testing.T) {
 	}
 	if r := v.Commands[1].Receipts[2]; r.Acked != nil || r.Confirmed != nil {
 		t.Errorf("d3's receipt %+v: acked and confirmed should be null", r)
+	}
+
+	// Each command's receipts page with start/limit (page), in device order;
+	// counts stay the totals.
+	for query, want := range map[string]string{
+		"?limit=2":         fmt.Sprintf("%d:confirmed %d:acked", w.d1, w.d2),
+		"?start=1&limit=1": fmt.Sprintf("%d:acked", w.d2),
+		"?page=2&limit=2":  fmt.Sprintf("%d:sent", w.d3),
+		"?start=2":         fmt.Sprintf("%d:sent", w.d3),
+		"?limit=0":         fmt.Sprintf("%d:confirmed %d:acked %d:sent", w.d1, w.d2, w.d3),
+		"?start=9":         "",
+	} {
+		v := w.su.receiptsPage(t, id, query)
+		if got := v.statuses(1); got != want || v.Commands[1].Counts.Sent != 3 || v.Commands[1].Receipts == nil {
+			t.Errorf("%s: receipts %q (counts %+v), want %q", query, got, v.Commands[1].Counts, want)
+		}
+	}
+	for query, field := range map[string]string{"?limit=x": "limit", "?start=-1": "start", "?start=1&start=2": "start"} {
+		w.su.fails(t, http.StatusBadRequest, http.MethodGet, "/commands/"+strconv.FormatInt(id, 10)+query, nil).field(t, field)
 	}
 
 	// After the confirm's ttl, a device that never acknowledged it shows
