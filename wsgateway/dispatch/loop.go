@@ -124,6 +124,9 @@ func (d *Dispatcher) applyBatch(ctx context.Context, events []eventstore.Recorde
 		if a.created != nil {
 			created = append(created, a.created.id)
 		}
+		if a.claim != nil && a.claim.node != d.opts.Node {
+			d.receipts.acceptFrom(a.claim, events[i].Created)
+		}
 	}
 	if d.caughtUp.Load() {
 		for _, id := range created {

@@ -176,3 +176,39 @@ func TestRestartDoesNotReplayOldImmediateCommands(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// TestReceiptsAcceptedByAnotherNode: a device that got a confirm message
+// on one node and moved to another before answering acks and confirms
+// there; a receipt for a delivery nobody made is still refused.
+func TestReceiptsAcceptedByAnotherNode(t *testing.T) {
+	e := newEnv(t)
+	a := e.startNode(t, "a", t.TempDir(), wsgateway.Options{})
+	b := e.startNode(t, "b", t.TempDir(), wsgateway.Options{})
+	onA := a.connect(t, 1, 10, 1)
+	send := e.issue(t, domain.RecipientDevices, []int64{1}, confirmMessage("pay?").until(t0.Add(time.Hour)))
+	id := domain.DeliveryID(send, 0, 1)
+	if m := onA.next(t); m.ID != id {
+		t.Fatalf("got %+v", m)
+	}
+	onA.hangUp(t)
+	b.settle(t) // b has applied a's claim
+	onB := b.connect(t, 1, 10, 1)
+	onB.reply(t, "ack", id)
+	onB.reply(t, "confirm", id)
+	onB.reply(t, "ack", domain.DeliveryID(send, 1, 1)) // no such command
+	e.waitEvents(t, domain.ReceiptStream(send), "the ack and the confirm", func(evs []domain.Event) bool {
+		var acked, confirmed bool
+		for _, ev := range evs {
+			switch ev := ev.(type) {
+			case domain.CommandsAcked:
+				acked = acked || (ev.Index == 0 && len(ev.Devices) == 1 && ev.Devices[0] == 1)
+			case domain.CommandsConfirmed:
+				confirmed = confirmed || (ev.Index == 0 && len(ev.Devices) == 1 && ev.Devices[0] == 1)
+			}
+		}
+		return acked && confirmed
+	})
+	if s := b.d.Stats(); s.Acks != 1 || s.Confirms != 1 || s.ReceiptsRejected != 1 {
+		t.Errorf("node b: %d acks, %d confirms, %d rejected; want 1, 1, 1", s.Acks, s.Confirms, s.ReceiptsRejected)
+	}
+}

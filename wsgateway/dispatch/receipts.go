@@ -54,7 +54,8 @@ func newReceipts(d *Dispatcher) *receipts {
 }
 
 // handle accepts a device message if it names a delivery made to the
-// connection's device by this node and not reported yet. It runs on the
+// connection's device, by this node or (acceptFrom) another, and not
+// reported yet. It runs on the
 // connection's reader goroutine and never blocks: when the queue is full the
 // receipt is dropped and counted.
 func (r *receipts) handle(c *wsgateway.Conn, m wsgateway.DeviceMessage) {
@@ -69,6 +70,20 @@ func (r *receipts) handle(c *wsgateway.Conn, m wsgateway.DeviceMessage) {
 	}
 	if !r.queue.offer(receipt{send: send, device: device, index: uint8(index), kind: kind}) {
 		r.d.stats.receiptsDropped.Add(1)
+	}
+}
+
+// acceptFrom lets the devices of another node's claim report here: a
+// device that got a command on one node may reconnect to another before
+// it acks or (a person answering a confirm message takes minutes)
+// confirms. Claims older than the receipt window are passed over, so a
+// restart replaying old claims records nothing.
+func (r *receipts) acceptFrom(c *claimed, at time.Time) {
+	if r.d.clock.Now().Sub(at) > r.d.opts.ReceiptWindow {
+		return
+	}
+	for _, dev := range c.devices {
+		r.book.record(dev, c.send, c.index, c.confirmable, at)
 	}
 }
 

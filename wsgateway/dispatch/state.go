@@ -162,6 +162,16 @@ func (st *state) setRev(s *sendState, rev uint64) {
 type applied struct {
 	created *sendState // a send that became live
 	err     error      // the event could not be decoded (it is skipped)
+	claim   *claimed   // a delivery claim, of this node or another
+}
+
+// claimed is a CommandsSent claim of a live command.
+type claimed struct {
+	send        int64
+	index       int
+	devices     []int64
+	node        string
+	confirmable bool
 }
 
 // apply applies one event of a command-{id} stream. Events at or below the
@@ -199,6 +209,10 @@ func (st *state) apply(reg *domain.Registry, ev *eventstore.RecordedEvent, now t
 	switch e := e.(type) {
 	case domain.CommandsSent:
 		st.claim(s, e.Index, e.Devices)
+		if e.Index >= 0 && e.Index < len(s.items) && s.items[e.Index] != nil {
+			return applied{claim: &claimed{send: s.id, index: e.Index, devices: e.Devices, node: e.Node,
+				confirmable: s.items[e.Index].confirmable()}}
+		}
 	case domain.CommandExpired:
 		st.forget(s, e.Index)
 	}
