@@ -285,7 +285,7 @@ func (h *commandHandlers) receipts(c *gin.Context) {
 	}
 	out := sendView(v)
 	for i := range out.Commands {
-		out.Commands[i].Receipts = pageOf(out.Commands[i].Receipts, page)
+		out.Commands[i].Receipts = Page(page, out.Commands[i].Receipts)
 	}
 	providerJSON(c, out)
 }
@@ -296,14 +296,6 @@ func (h *commandHandlers) receipts(c *gin.Context) {
 // is the total a client pages through.
 var receiptsPage = ListSpec{}
 
-// pageOf returns the items of page q.
-func pageOf[T any](items []T, q ListQuery) []T {
-	start, end := min(q.Start, len(items)), len(items)
-	if q.Limit > 0 && q.Limit < end-start {
-		end = start + q.Limit
-	}
-	return items[start:end]
-}
 
 // sendViewJSON is a send and its receipts.
 type sendViewJSON struct {
