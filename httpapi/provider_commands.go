@@ -296,7 +296,6 @@ func (h *commandHandlers) receipts(c *gin.Context) {
 // is the total a client pages through.
 var receiptsPage = ListSpec{}
 
-
 // sendViewJSON is a send and its receipts.
 type sendViewJSON struct {
 	SendID     int64             `json:"send_id"`
