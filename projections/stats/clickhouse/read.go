@@ -63,7 +63,7 @@ type gathered struct {
 }
 
 // Windows of a long range: at least windowDays each, at most maxWindows.
-var (
+const (
 	windowDays = 180
 	maxWindows = 4
 )
