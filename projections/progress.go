@@ -1,11 +1,11 @@
 package projections
 
 import (
-	"container/heap"
 	"context"
 	"sync"
 
 	"tvsm/eventstore"
+	"tvsm/internal/indexheap"
 )
 
 // Progress is the log position up to which a projection has applied events,
@@ -18,7 +18,7 @@ import (
 type Progress struct {
 	mu      sync.Mutex
 	pos     eventstore.Position
-	waiters waiterHeap
+	waiters indexheap.Heap[waiter, *waiter]
 }
 
 // Position returns the position applied so far.
@@ -38,8 +38,8 @@ func (p *Progress) Advance(pos eventstore.Position) {
 		return
 	}
 	p.pos = pos
-	for len(p.waiters) > 0 && p.waiters[0].pos.Compare(pos) <= 0 {
-		w := heap.Pop(&p.waiters).(*waiter)
+	for p.waiters.Len() > 0 && p.waiters.Min().pos.Compare(pos) <= 0 {
+		w := p.waiters.Pop()
 		close(w.done)
 	}
 }
@@ -57,7 +57,7 @@ func (p *Progress) Wait(ctx context.Context, pos eventstore.Position) error {
 		return err
 	}
 	w := &waiter{pos: pos, done: make(chan struct{})}
-	heap.Push(&p.waiters, w)
+	p.waiters.Push(w)
 	p.mu.Unlock()
 
 	select {
@@ -70,7 +70,7 @@ func (p *Progress) Wait(ctx context.Context, pos eventstore.Position) error {
 	if w.index < 0 { // Advance satisfied it meanwhile
 		return nil
 	}
-	heap.Remove(&p.waiters, w.index)
+	p.waiters.Remove(w)
 	return ctx.Err()
 }
 
@@ -78,7 +78,7 @@ func (p *Progress) Wait(ctx context.Context, pos eventstore.Position) error {
 func (p *Progress) Waiters() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.waiters)
+	return p.waiters.Len()
 }
 
 // waiter is one blocked Wait call.
@@ -88,29 +88,8 @@ type waiter struct {
 	index int // in the heap; -1 once removed
 }
 
-// waiterHeap is a min-heap of waiters by position.
-type waiterHeap []*waiter
+// Less orders waiters by the position they wait for.
+func (w *waiter) Less(o *waiter) bool { return w.pos.Compare(o.pos) < 0 }
 
-func (h waiterHeap) Len() int           { return len(h) }
-func (h waiterHeap) Less(i, j int) bool { return h[i].pos.Compare(h[j].pos) < 0 }
-func (h waiterHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
-}
-
-func (h *waiterHeap) Push(x any) {
-	w := x.(*waiter)
-	w.index = len(*h)
-	*h = append(*h, w)
-}
-
-func (h *waiterHeap) Pop() any {
-	old := *h
-	n := len(old)
-	w := old[n-1]
-	old[n-1] = nil
-	w.index = -1
-	*h = old[:n-1]
-	return w
-}
+// HeapIndex is where the waiter is in the heap (indexheap.Elem).
+func (w *waiter) HeapIndex() *int { return &w.index }

@@ -1,9 +1,10 @@
 package schedule
 
 import (
-	"container/heap"
 	"sync"
 	"time"
+
+	"tvsm/internal/indexheap"
 )
 
 // Timers is a heap of one-off jobs, each named by a key, run when the clock
@@ -15,7 +16,7 @@ type Timers struct {
 	clock Clock
 
 	mu     sync.Mutex
-	jobs   jobHeap
+	jobs   indexheap.Heap[job, *job]
 	byKey  map[string]*job
 	armed  *arming // the clock timer set for the earliest job, or nil
 	closed bool
@@ -56,10 +57,10 @@ func (t *Timers) At(key string, at time.Time, fn func()) {
 	}
 	if j, ok := t.byKey[key]; ok {
 		j.at, j.fn = at, fn
-		heap.Fix(&t.jobs, j.index)
+		t.jobs.Fix(j)
 	} else {
 		j := &job{key: key, at: at, fn: fn}
-		heap.Push(&t.jobs, j)
+		t.jobs.Push(j)
 		t.byKey[key] = j
 	}
 	t.armLocked()
@@ -74,7 +75,7 @@ func (t *Timers) Cancel(key string) bool {
 	if !ok {
 		return false
 	}
-	heap.Remove(&t.jobs, j.index)
+	t.jobs.Remove(j)
 	delete(t.byKey, key)
 	return true
 }
@@ -83,7 +84,7 @@ func (t *Timers) Cancel(key string) bool {
 func (t *Timers) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.jobs)
+	return t.jobs.Len()
 }
 
 // Next returns the time of the earliest job; ok is false when none is
@@ -91,10 +92,10 @@ func (t *Timers) Len() int {
 func (t *Timers) Next() (at time.Time, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.jobs) == 0 {
+	if t.jobs.Len() == 0 {
 		return time.Time{}, false
 	}
-	return t.jobs[0].at, true
+	return t.jobs.Min().at, true
 }
 
 // Close drops every job and disarms the clock timer; jobs already running
@@ -102,7 +103,7 @@ func (t *Timers) Next() (at time.Time, ok bool) {
 func (t *Timers) Close() {
 	t.mu.Lock()
 	t.closed = true
-	t.jobs = nil
+	t.jobs = indexheap.Heap[job, *job]{}
 	t.byKey = map[string]*job{}
 	if t.armed != nil {
 		t.armed.stop()
@@ -115,10 +116,10 @@ func (t *Timers) Close() {
 
 // armLocked makes sure a clock timer is set for the earliest job.
 func (t *Timers) armLocked() {
-	if t.closed || len(t.jobs) == 0 {
+	if t.closed || t.jobs.Len() == 0 {
 		return
 	}
-	at := t.jobs[0].at
+	at := t.jobs.Min().at
 	if t.armed != nil {
 		if !t.armed.at.After(at) {
 			return // armed early enough; it re-arms when it fires
@@ -151,45 +152,23 @@ func (t *Timers) popDue(a *arming) *job {
 	if t.armed == a {
 		t.armed = nil
 	}
-	if t.closed || len(t.jobs) == 0 || t.jobs[0].at.After(t.clock.Now()) {
+	if t.closed || t.jobs.Len() == 0 || t.jobs.Min().at.After(t.clock.Now()) {
 		t.armLocked()
 		return nil
 	}
-	j := heap.Pop(&t.jobs).(*job)
+	j := t.jobs.Pop()
 	delete(t.byKey, j.key)
 	return j
 }
 
-// jobHeap orders jobs by time, then key (so equal times run in a stable
+// Less orders jobs by time, then key (so equal times run in a stable
 // order).
-type jobHeap []*job
-
-func (h jobHeap) Len() int { return len(h) }
-
-func (h jobHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
+func (j *job) Less(o *job) bool {
+	if !j.at.Equal(o.at) {
+		return j.at.Before(o.at)
 	}
-	return h[i].key < h[j].key
+	return j.key < o.key
 }
 
-func (h jobHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
-}
-
-func (h *jobHeap) Push(x any) {
-	j := x.(*job)
-	j.index = len(*h)
-	*h = append(*h, j)
-}
-
-func (h *jobHeap) Pop() any {
-	old := *h
-	n := len(old)
-	j := old[n-1]
-	old[n-1] = nil
-	*h = old[:n-1]
-	return j
-}
+// HeapIndex is where the job is in the heap (indexheap.Elem).
+func (j *job) HeapIndex() *int { return &j.index }
