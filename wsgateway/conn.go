@@ -8,8 +8,10 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// Conn is one device connection. It is created by Hub.Upgrade and owns a
-// reader and a writer goroutine; all socket writes go through the writer.
+// Conn is one device connection. It is created by Hub.Upgrade. A reader
+// goroutine runs for its whole life; a writer goroutine only while there is
+// something to write (messages, a ping), so that an idle connection holds
+// one goroutine's stack, not two. Pings are due by a runtime timer.
 type Conn struct {
 	hub         *Hub
 	ws          *websocket.Conn
@@ -20,11 +22,18 @@ type Conn struct {
 	peerCode    atomic.Int32 // close code the device sent, if any
 
 	q          queue
-	wake       chan struct{} // capacity 1: the queue has messages
+	pingDue    atomic.Bool
 	done       chan struct{} // closed when the connection must end
 	readerDone chan struct{} // closed when the reader goroutine returned
 	closeOnce  sync.Once
 	reason     CloseReason // set once before done is closed
+	// life says whether the connection was started and closed: finish runs
+	// once both are true, whichever comes second.
+	life struct {
+		sync.Mutex
+		started, closed bool
+		pinger          *time.Timer // the next ping
+	}
 }
 
 // newConn wraps an upgraded socket.
@@ -36,7 +45,6 @@ func newConn(h *Hub, ws *websocket.Conn, id Identity) *Conn {
 		id:          id,
 		seq:         h.seq.Add(1),
 		connectedAt: h.opts.Clock(),
-		wake:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
 		readerDone:  make(chan struct{}),
 	}
@@ -103,10 +111,7 @@ func (c *Conn) CloseAfterFlush(r CloseReason) bool {
 	default:
 	}
 	c.q.pushClose(r)
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.kick()
 	return true
 }
 
@@ -126,28 +131,86 @@ func (c *Conn) Send(msg []byte) bool {
 		c.close(ReasonSlowConsumer)
 		return false
 	}
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.kick()
 	return true
 }
 
 // close asks the connection to end for reason r and unregisters it at once,
-// so no more messages are routed to it. Only the first reason counts.
+// so no more messages are routed to it. Only the first reason counts. The
+// teardown (finish) runs once the connection has also been started.
 func (c *Conn) close(r CloseReason) {
 	c.closeOnce.Do(func() {
 		c.reason = r
 		close(c.done)
 		c.hub.Unregister(c)
+		c.life.Lock()
+		c.life.closed = true
+		started := c.life.started
+		c.life.Unlock()
+		if started {
+			go c.finish()
+		}
 	})
 }
 
-// start launches the pumps. The caller (an HTTP handler) may return at once,
-// so memory it references can be collected.
+// start launches the reader and the ping timer. The caller (an HTTP
+// handler) may return at once, so memory it references can be collected.
 func (c *Conn) start() {
-	go c.writePump()
 	go c.readPump()
+	c.life.Lock()
+	c.life.started = true
+	closed := c.life.closed
+	c.life.Unlock()
+	c.armPing()
+	if closed {
+		go c.finish()
+	}
+}
+
+// armPing sets the timer of the next ping, unless the connection is closed.
+func (c *Conn) armPing() {
+	c.life.Lock()
+	defer c.life.Unlock()
+	if !c.life.closed {
+		c.life.pinger = time.AfterFunc(c.hub.opts.PingPeriod, c.ping)
+	}
+}
+
+// ping makes a ping due, has a writer send it, and arms the next one.
+func (c *Conn) ping() {
+	c.pingDue.Store(true)
+	c.kick()
+	c.armPing()
+}
+
+// kick makes sure a writer runs while there is something to write: it
+// starts one unless one is running (or the connection is being torn down).
+func (c *Conn) kick() {
+	if c.q.claimWriter() {
+		go c.writeLoop()
+	}
+}
+
+// writeLoop writes a due ping and the queued messages, and ends when there
+// is nothing more to write or the connection is closing.
+func (c *Conn) writeLoop() {
+	for {
+		if c.pingDue.Swap(false) {
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, c.deadline()); err != nil {
+				c.close(ReasonWriteError)
+			}
+		}
+		c.flush()
+		select {
+		case <-c.done:
+			c.q.releaseWriter(true, false)
+			return
+		default:
+		}
+		if c.q.releaseWriter(false, c.pingDue.Load()) {
+			return
+		}
+	}
 }
 
 // readPump reads device messages until the socket fails.
@@ -185,26 +248,6 @@ func (c *Conn) readPump() {
 	}
 }
 
-// writePump writes queued messages and pings until the connection is closed,
-// then tears it down.
-func (c *Conn) writePump() {
-	ping := time.NewTicker(c.hub.opts.PingPeriod)
-	defer ping.Stop()
-	for {
-		select {
-		case <-c.done:
-			c.finish()
-			return
-		case <-c.wake:
-			c.flush()
-		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, c.deadline()); err != nil {
-				c.close(ReasonWriteError)
-			}
-		}
-	}
-}
-
 // deadline returns the deadline for a write starting now.
 func (c *Conn) deadline() time.Time { return time.Now().Add(c.hub.opts.WriteWait) }
 
@@ -234,10 +277,15 @@ func (c *Conn) flush() {
 	}
 }
 
-// finish sends the close frame for a server-initiated close, waits briefly
-// for the device's reply, closes the socket, waits for the reader and reports
-// the end.
+// finish sends the close frame for a server-initiated close (WriteControl
+// may run beside a writer), waits briefly for the device's reply, closes the
+// socket, waits for the reader and any writer, and reports the end.
 func (c *Conn) finish() {
+	c.life.Lock()
+	if c.life.pinger != nil {
+		c.life.pinger.Stop()
+	}
+	c.life.Unlock()
 	o := &c.hub.opts
 	if code, text, ok := c.reason.closeFrame(); ok {
 		err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), c.deadline())
@@ -252,6 +300,7 @@ func (c *Conn) finish() {
 	}
 	_ = c.ws.Close()
 	<-c.readerDone
+	c.q.stopWriter()
 	c.hub.stats.closed(c.reason)
 	if o.OnClose != nil {
 		o.OnClose(c, c.reason)

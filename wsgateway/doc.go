@@ -1,12 +1,15 @@
 // Package wsgateway is the websocket transport between tvsm and connected
 // devices (set-top boxes, TVs, phones).
 //
-// A Hub is a sharded registry of device connections. Each Conn owns exactly
-// two goroutines: a reader, which parses device messages and hands them to
-// Options.OnMessage, and a writer, through which every write goes (gorilla
-// allows one concurrent reader and one concurrent writer). Sends never block:
-// a message is appended to a bounded per-connection queue, and a device whose
-// queue is full is disconnected as a slow consumer.
+// A Hub is a sharded registry of device connections. Each Conn has a reader
+// goroutine for its whole life, which parses device messages and hands them
+// to Options.OnMessage, and a writer goroutine only while there is something
+// to write: messages, or a ping a runtime timer made due (gorilla allows one
+// concurrent reader and one concurrent writer; close frames go through
+// WriteControl, which may run beside them). An idle connection so holds one
+// goroutine stack, not two. Sends never block: a message is appended to a
+// bounded per-connection queue, which starts the writer if none runs, and a
+// device whose queue is full is disconnected as a slow consumer.
 //
 // Protocol (DESIGN.md §5). Server → device, one text message per command:
 //

@@ -55,8 +55,8 @@ type Options struct {
 	// connection's reader goroutine and must not block for long; it may
 	// still be called while a server-initiated close waits for the device.
 	OnMessage func(c *Conn, m DeviceMessage)
-	// OnClose is called once per connection after both of its goroutines have
-	// finished with the socket. It runs on the writer goroutine.
+	// OnClose is called once per connection after its reader and any writer
+	// have finished with the socket, on the goroutine that tears it down.
 	OnClose func(c *Conn, reason CloseReason)
 	// Clock stamps Conn.ConnectedAt (default time.Now); tests inject one to
 	// check delivery rules that depend on connection time.

@@ -10,6 +10,56 @@ type queue struct {
 	// closeWith is the reason of the first pushClose; its marker is a nil
 	// item.
 	closeWith CloseReason
+	// writing says a writer goroutine runs; stopping that the connection is
+	// torn down (no writer starts again); stopped is closed when the writer
+	// that ran when stopping began has returned.
+	writing, stopping bool
+	stopped           chan struct{}
+}
+
+// claimWriter reports whether the caller is to start the writer: none runs
+// and the connection is not being torn down.
+func (q *queue) claimWriter() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.writing || q.stopping {
+		return false
+	}
+	q.writing = true
+	return true
+}
+
+// releaseWriter ends the writer's turn and reports true, unless there is
+// more to write (queued messages, or pingDue) and the connection is not
+// ending: then the writer goes on. Checked under the lock a pusher takes, so
+// a message pushed meanwhile either is seen here or starts a new writer.
+func (q *queue) releaseWriter(ending, pingDue bool) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !ending && !q.stopping && (len(q.items) > 0 || pingDue) {
+		return false
+	}
+	q.writing = false
+	if q.stopped != nil {
+		close(q.stopped)
+		q.stopped = nil
+	}
+	return true
+}
+
+// stopWriter keeps writers from starting again and waits for a running one
+// to return.
+func (q *queue) stopWriter() {
+	q.mu.Lock()
+	q.stopping = true
+	if !q.writing {
+		q.mu.Unlock()
+		return
+	}
+	stopped := make(chan struct{})
+	q.stopped = stopped
+	q.mu.Unlock()
+	<-stopped
 }
 
 // push appends msg unless the queue already holds limit messages.
