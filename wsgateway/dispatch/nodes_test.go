@@ -208,7 +208,9 @@ func TestReceiptsAcceptedByAnotherNode(t *testing.T) {
 		}
 		return acked && confirmed
 	})
-	if s := b.d.Stats(); s.Acks != 1 || s.Confirms != 1 || s.ReceiptsRejected != 1 {
-		t.Errorf("node b: %d acks, %d confirms, %d rejected; want 1, 1, 1", s.Acks, s.Confirms, s.ReceiptsRejected)
-	}
+	// The counters move after the append returns.
+	waitFor(t, func() bool {
+		s := b.d.Stats()
+		return s.Acks == 1 && s.Confirms == 1 && s.ReceiptsRejected == 1
+	}, "node b to count 1 ack, 1 confirm and 1 rejected receipt")
 }

@@ -54,7 +54,12 @@ func TestAcksAndConfirmsBecomeReceiptEvents(t *testing.T) {
 	if !slices.Equal(confirmed, []int64{1}) {
 		t.Fatalf("confirmed by %v", confirmed)
 	}
-	waitFor(t, func() bool { return n.d.Stats().ReceiptsRejected == 7 }, "seven rejected receipts")
+	// The counters move after the append returns, which the events above
+	// may be seen before.
+	waitFor(t, func() bool {
+		s := n.d.Stats()
+		return s.ReceiptsRejected == 7 && s.Acks == 4 && s.Confirms == 1
+	}, "seven rejected receipts, four acks and one confirm counted")
 	if s := n.d.Stats(); s.Acks != 4 || s.Confirms != 1 || s.ReceiptsDropped != 0 {
 		t.Fatalf("stats %+v", s)
 	}
