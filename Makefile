@@ -27,7 +27,7 @@ test:
 
 ## bench: run every Go benchmark (no tests), then the websocket load tool
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 90m ./...
 	$(MAKE) bench-broadcast
 
 # Devices and client processes of bench-broadcast.
