@@ -152,7 +152,7 @@ func (h *statsHandlers) subscription(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	w := &subscriptionStream{statsStream: newStatsStream(c, q), names: map[string][]byte{}}
+	w := &subscriptionStream{statsStream: newStatsStream(c, q), names: map[int64][]byte{}}
 	w.finish(h.svc.Subscriptions(c.Request.Context(), q, w))
 }
 
@@ -161,7 +161,7 @@ func (h *statsHandlers) subscription(c *gin.Context) {
 type subscriptionStream struct {
 	*statsStream
 	days, tariffs int
-	names         map[string][]byte // JSON-encoded once
+	names         map[int64][]byte // tariff names, JSON-encoded once per tariff
 }
 
 func (w *subscriptionStream) BeginProvider(provider int64) error {
@@ -181,10 +181,10 @@ func (w *subscriptionStream) Day(d stats.Day) error {
 }
 
 func (w *subscriptionStream) Tariff(t *stats.SubscriptionDay, name string) error {
-	encoded, ok := w.names[name]
+	encoded, ok := w.names[t.Tariff]
 	if !ok {
 		encoded = jsonString(name)
-		w.names[name] = encoded
+		w.names[t.Tariff] = encoded
 	}
 	w.comma(w.tariffs)
 	w.tariffs++
