@@ -41,6 +41,33 @@ type Store interface {
 	SubscribeAll(ctx context.Context, after Position, filter Filter) (Subscription, error)
 }
 
+// MultiAppender is implemented by backends that can append to several
+// streams in one atomic step: a command that must also take a uniqueness
+// reservation (a login) then needs one durable write instead of two, and no
+// reservation is ever left without its owner. Callers fall back to separate
+// appends when the store lacks it.
+type MultiAppender interface {
+	// AppendMulti appends every part or none. Each part must name a
+	// different stream and carry at least one event (else ErrInvalidAppend).
+	// Every part's expectation is checked as Append checks it; when one fails
+	// the error is that part's *WrongRevisionError and nothing is written.
+	// The events are stored at consecutive positions, part after part in the
+	// order given, and the results are in that order too.
+	//
+	// Retries follow Append's rule for the whole call: when every event id of
+	// every part is already stored as exactly that part's events, the call is
+	// a no-op answered with the original results; when only some are, it fails
+	// with ErrDuplicateEventID.
+	AppendMulti(ctx context.Context, parts ...StreamAppend) ([]AppendResult, error)
+}
+
+// StreamAppend is one stream's part of a MultiAppender.AppendMulti.
+type StreamAppend struct {
+	Stream string
+	Expect Revision
+	Events []EventData
+}
+
 // HeadReader is implemented by backends that can report the position of the
 // newest durable event in the log (the last acknowledged append's, once
 // Append has returned). The projection watchdog uses it to detect stalled

@@ -4,29 +4,32 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"tvsm/eventstore"
 )
 
+// appendReq is one Append or AppendMulti: the committer checks its parts
+// together and stages all of them or none.
 type appendReq struct {
-	ctx    interface{ Err() error }
-	stream string
-	expect eventstore.Revision
-	events []eventstore.EventData
-	done   chan appendResp
-}
-
-type appendResp struct {
-	res eventstore.AppendResult
-	err error
+	ctx   interface{ Err() error }
+	parts []eventstore.StreamAppend
+	// results has one entry per part; the committer fills it in before it
+	// answers on done, and the caller reads it only after that answer.
+	results []eventstore.AppendResult
+	done    chan error
+	// one and oneResult hold the part and result of a single-stream Append,
+	// which thus costs no allocations of its own.
+	one       [1]eventstore.StreamAppend
+	oneResult [1]eventstore.AppendResult
 }
 
 // storeStats are counters for metrics and benchmarks.
 type storeStats struct {
 	groups  atomic.Uint64 // fsynced batches
-	appends atomic.Uint64 // acknowledged appends (including idempotent no-ops)
+	appends atomic.Uint64 // acknowledged appends, idempotent no-ops included; an AppendMulti counts once
 }
 
 // Stats reports how many group commits and appends the store has done since
@@ -43,6 +46,7 @@ type group struct {
 	heads   map[string]uint64             // stream → last revision staged in this group
 	ids     map[eventstore.EventID]staged // event IDs staged in this group
 	waiting []pendingReply
+	buf     []byte // record encoding buffer, reused: pebble copies what it is given
 }
 
 type staged struct {
@@ -52,8 +56,8 @@ type staged struct {
 }
 
 type pendingReply struct {
-	req  *appendReq
-	resp appendResp
+	req *appendReq
+	err error
 }
 
 // commitLoop is the single writer. It blocks for one request, takes every
@@ -96,92 +100,140 @@ func (s *Store) commit(g *group) uint64 {
 			s.broken.Store(&err)
 			s.log.Error("event store commit failed", "err", err)
 			for _, p := range g.waiting {
-				if p.resp.err == nil {
-					p.resp = appendResp{err: err}
+				if p.err == nil {
+					p.err = err
 				}
-				p.req.done <- p.resp
+				p.req.done <- p.err
 			}
 			// Positions staged in the failed batch may or may not be on disk;
 			// the store refuses appends from now on, so next is never used.
 			return g.next
 		}
 		s.stats.groups.Add(1)
+		s.delay.observe(len(g.waiting))
 		s.head.advance(g.next - 1)
 	}
 	for _, p := range g.waiting {
-		if p.resp.err == nil {
+		if p.err == nil {
 			s.stats.appends.Add(1)
 		}
-		p.req.done <- p.resp
+		p.req.done <- p.err
 	}
 	return g.next
 }
 
-// stage checks one append against the store and the group so far and, if it
-// passes, adds its writes to the batch.
+// stage checks one request against the store and the group so far and, if
+// it passes, adds its writes to the batch.
 func (s *Store) stage(g *group, r *appendReq) {
-	res, err := s.stageErr(g, r)
-	g.waiting = append(g.waiting, pendingReply{req: r, resp: appendResp{res: res, err: err}})
+	g.waiting = append(g.waiting, pendingReply{req: r, err: s.stageErr(g, r)})
 }
 
-func (s *Store) stageErr(g *group, r *appendReq) (eventstore.AppendResult, error) {
+// stageErr checks every part of r before it stages any, so that a request
+// that fails leaves nothing in the batch.
+func (s *Store) stageErr(g *group, r *appendReq) error {
 	if err := r.ctx.Err(); err != nil {
-		return eventstore.AppendResult{}, err
+		return err
 	}
 	if errp := s.broken.Load(); errp != nil {
-		return eventstore.AppendResult{}, *errp
+		return *errp
 	}
-	if res, done, err := s.retried(g, r); done || err != nil {
-		return res, err
+	if done, err := s.retried(g, r); done || err != nil {
+		return err
 	}
-	cur, exists, err := s.currentRevision(g, r.stream)
+	firsts := make([]uint64, len(r.parts))
+	for i, p := range r.parts {
+		first, err := s.firstRevision(g, p)
+		if err != nil {
+			return err
+		}
+		firsts[i] = first
+	}
+	now := s.clock()
+	for i, p := range r.parts {
+		r.results[i] = s.stagePart(g, p, firsts[i], now)
+	}
+	return nil
+}
+
+// firstRevision checks p's expectation against the store and the group so
+// far and returns the revision p's first event gets.
+func (s *Store) firstRevision(g *group, p eventstore.StreamAppend) (uint64, error) {
+	cur, exists, err := s.currentRevision(g, p.Stream)
 	if err != nil {
-		return eventstore.AppendResult{}, fmt.Errorf("embedded: append %q: %w", r.stream, err)
+		return 0, fmt.Errorf("embedded: append %q: %w", p.Stream, err)
 	}
-	if !r.expect.Satisfied(cur, exists) {
+	if !p.Expect.Satisfied(cur, exists) {
 		actual := eventstore.NoStream
 		if exists {
 			actual = eventstore.Exact(cur)
 		}
-		return eventstore.AppendResult{}, &eventstore.WrongRevisionError{Stream: r.stream, Expected: r.expect, Actual: actual}
+		return 0, &eventstore.WrongRevisionError{Stream: p.Stream, Expected: p.Expect, Actual: actual}
 	}
-	rev := cur + 1
 	if !exists {
-		rev = 0
+		return 0, nil
 	}
-	now := s.clock()
-	var buf []byte
-	for _, e := range r.events {
+	return cur + 1, nil
+}
+
+// stagePart adds p's events to the batch at the next positions, the first
+// at revision rev of its stream.
+func (s *Store) stagePart(g *group, p eventstore.StreamAppend, rev uint64, now time.Time) eventstore.AppendResult {
+	for _, e := range p.Events {
 		pos := g.next
 		g.next++
-		buf = appendRecord(buf[:0], r.stream, rev, now, e)
-		// pebble copies key and value into the batch, so buf can be reused.
-		_ = g.batch.Set(eventKey(pos), buf, nil)
-		_ = g.batch.Set(streamKey(r.stream, rev), encodePos(pos), nil)
+		g.buf = appendRecord(g.buf[:0], p.Stream, rev, now, e)
+		_ = g.batch.Set(eventKey(pos), g.buf, nil)
+		_ = g.batch.Set(streamKey(p.Stream, rev), encodePos(pos), nil)
 		ik := idKey(e.ID)
 		_ = g.batch.Set(ik, encodePos(pos), nil)
 		s.recent.add(ik)
-		g.ids[e.ID] = staged{stream: r.stream, rev: rev, pos: pos}
-		g.heads[r.stream] = rev
+		g.ids[e.ID] = staged{stream: p.Stream, rev: rev, pos: pos}
+		g.heads[p.Stream] = rev
 		rev++
 	}
-	hk := headKey(r.stream)
+	hk := headKey(p.Stream)
 	_ = g.batch.Set(hk, encodePos(rev-1), nil)
 	s.recent.add(hk)
 	last := g.next - 1
-	return eventstore.AppendResult{NextExpected: rev - 1, Position: eventstore.Position{Commit: last, Prepare: last}}, nil
+	return eventstore.AppendResult{NextExpected: rev - 1, Position: eventstore.Position{Commit: last, Prepare: last}}
 }
 
-// retried recognises a repeated append: when every event ID is already stored
-// (or staged) as exactly these events of this stream, in order, the append is
-// a no-op answered with the original result. IDs that are stored otherwise
-// make the append a conflict.
-func (s *Store) retried(g *group, r *appendReq) (eventstore.AppendResult, bool, error) {
-	found := make([]staged, 0, len(r.events))
-	for _, e := range r.events {
+// retried recognises a repeated request: when every part is a repeat of
+// stored (or staged) events (see retriedPart), the request is a no-op
+// answered with the original results. When only some parts are, it is a
+// conflict, as is a single part whose IDs are stored otherwise.
+func (s *Store) retried(g *group, r *appendReq) (bool, error) {
+	repeats := 0
+	for i, p := range r.parts {
+		res, repeat, err := s.retriedPart(g, p)
+		if err != nil {
+			return false, err
+		}
+		if repeat {
+			r.results[i] = res
+			repeats++
+		}
+	}
+	switch repeats {
+	case 0:
+		return false, nil
+	case len(r.parts):
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: %d of the %d parts of a multi-stream append are already stored, the others not",
+		eventstore.ErrDuplicateEventID, repeats, len(r.parts))
+}
+
+// retriedPart reports whether every event ID of p is already stored (or
+// staged) as exactly these events of this stream, in order, where p's
+// expectation puts them, and answers with where they are. IDs that are
+// stored otherwise make the part a conflict.
+func (s *Store) retriedPart(g *group, p eventstore.StreamAppend) (eventstore.AppendResult, bool, error) {
+	found := make([]staged, 0, len(p.Events))
+	for _, e := range p.Events {
 		st, ok, err := s.lookupID(g, e.ID)
 		if err != nil {
-			return eventstore.AppendResult{}, false, fmt.Errorf("embedded: append %q: %w", r.stream, err)
+			return eventstore.AppendResult{}, false, fmt.Errorf("embedded: append %q: %w", p.Stream, err)
 		}
 		if ok {
 			found = append(found, st)
@@ -191,14 +243,14 @@ func (s *Store) retried(g *group, r *appendReq) (eventstore.AppendResult, bool, 
 		return eventstore.AppendResult{}, false, nil
 	}
 	for i, st := range found {
-		if len(found) != len(r.events) || st.stream != r.stream || st.rev != found[0].rev+uint64(i) {
+		if len(found) != len(p.Events) || st.stream != p.Stream || st.rev != found[0].rev+uint64(i) {
 			return eventstore.AppendResult{}, false, fmt.Errorf("%w: append %q: its event ids are already stored, but not as these events of this stream",
-				eventstore.ErrDuplicateEventID, r.stream)
+				eventstore.ErrDuplicateEventID, p.Stream)
 		}
 	}
-	if !placesAt(r.expect, found[0].rev) {
+	if !placesAt(p.Expect, found[0].rev) {
 		return eventstore.AppendResult{}, false, fmt.Errorf("%w: append %q: its events are stored from revision %d, not where expectation %v puts them",
-			eventstore.ErrDuplicateEventID, r.stream, found[0].rev, r.expect)
+			eventstore.ErrDuplicateEventID, p.Stream, found[0].rev, p.Expect)
 	}
 	last := found[len(found)-1]
 	return eventstore.AppendResult{NextExpected: last.rev, Position: eventstore.Position{Commit: last.pos, Prepare: last.pos}}, true, nil

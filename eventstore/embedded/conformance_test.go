@@ -36,6 +36,7 @@ func conformance(t *testing.T, opts embedded.Options) {
 		func(t *testing.T) eventstore.Store { return open(t, t.TempDir()) },
 		storetest.Features{
 			DensePositions: true,
+			MultiAppend:    true,
 			Reopen: func(t *testing.T, s eventstore.Store) eventstore.Store {
 				t.Helper()
 				dir, ok := dirs.Load(s)

@@ -3,9 +3,10 @@
 //
 // All appends go through one committer goroutine, which takes every append
 // waiting at that moment, checks their expectations in order, writes them in
-// one pebble batch and fsyncs once (group commit). Append returns only after
-// that fsync, so an acknowledged event survives a crash. Positions form a dense
-// sequence 1, 2, 3, ... (Commit == Prepare).
+// one pebble batch and fsyncs once (group commit). A multi-stream append is
+// one request there: all its parts pass their checks and are staged, or none
+// is. Append returns only after that fsync, so an acknowledged event survives
+// a crash. Positions form a dense sequence 1, 2, 3, ... (Commit == Prepare).
 package embedded
 
 import (
@@ -37,12 +38,17 @@ type Options struct {
 	MaxGroup int
 	// CacheSize is pebble's block cache in bytes (default 64 MiB).
 	CacheSize int64
+	// CommitDelay is how long after an fsync the next one waits while
+	// appends arrive concurrently, so that more of them share it (see
+	// commitDelay). Zero means DefaultCommitDelay; negative means none.
+	CommitDelay time.Duration
 
 	filterGenKeys int // tests: keys per recent-key filter (recent.go)
 }
 
-// Store is the embedded backend. It implements eventstore.Store and
-// eventstore.HeadReader. Safe for concurrent use.
+// Store is the embedded backend. It implements eventstore.Store,
+// eventstore.MultiAppender and eventstore.HeadReader. Safe for concurrent
+// use.
 type Store struct {
 	db      *pebble.DB
 	log     *slog.Logger
@@ -57,6 +63,7 @@ type Store struct {
 	// failed fsync leaves the on-disk state unknown; see fsyncgate).
 	broken atomic.Pointer[error]
 	stats  storeStats
+	delay  *commitDelay
 	recent *recentKeys
 	own    durableIter // the committer's
 	// lsmGen counts changes of pebble's sstables (flushes, compactions) and
@@ -81,10 +88,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
 	lsmGen := new(atomic.Uint64)
+	delay := newCommitDelay(opts.CommitDelay)
 	popts := &pebble.Options{
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
 		MemTableSize:       64 << 20,
+		WALMinSyncInterval: delay.interval,
 		Logger:             pebbleLogger{opts.Logger.With("component", "pebble")},
 		EventListener: &pebble.EventListener{
 			FlushEnd:      func(pebble.FlushInfo) { lsmGen.Add(1) },
@@ -113,6 +122,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		lsmGen:  lsmGen,
+		delay:   delay,
 	}
 	last, err := s.init()
 	if err == nil {
@@ -177,30 +187,56 @@ func (s *Store) Head(context.Context) (eventstore.Position, error) {
 	return eventstore.Position{Commit: p, Prepare: p}, nil
 }
 
-// Append implements eventstore.Store.
+// Append implements eventstore.Store. It is a multi-stream append of one
+// part.
 func (s *Store) Append(ctx context.Context, stream string, expect eventstore.Revision, events ...eventstore.EventData) (eventstore.AppendResult, error) {
 	if err := eventstore.ValidateAppend(stream, events); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	if errp := s.broken.Load(); errp != nil {
-		return eventstore.AppendResult{}, *errp
+	req := &appendReq{ctx: ctx}
+	req.one[0] = eventstore.StreamAppend{Stream: stream, Expect: expect, Events: events}
+	req.parts, req.results = req.one[:], req.oneResult[:]
+	if err := s.send(ctx, req); err != nil {
+		return eventstore.AppendResult{}, err
 	}
-	req := &appendReq{ctx: ctx, stream: stream, expect: expect, events: events, done: make(chan appendResp, 1)}
+	return req.results[0], nil
+}
+
+// AppendMulti implements eventstore.MultiAppender: the parts are checked
+// and staged together by the committer, so they share one fsync and land
+// all or none.
+func (s *Store) AppendMulti(ctx context.Context, parts ...eventstore.StreamAppend) ([]eventstore.AppendResult, error) {
+	if err := eventstore.ValidateAppendMulti(parts); err != nil {
+		return nil, err
+	}
+	req := &appendReq{ctx: ctx, parts: parts, results: make([]eventstore.AppendResult, len(parts))}
+	if err := s.send(ctx, req); err != nil {
+		return nil, err
+	}
+	return req.results, nil
+}
+
+// send hands req to the committer and waits for its answer.
+func (s *Store) send(ctx context.Context, req *appendReq) error {
+	if errp := s.broken.Load(); errp != nil {
+		return *errp
+	}
+	req.done = make(chan error, 1)
 	select {
 	case s.reqs <- req:
 	case <-s.closing:
-		return eventstore.AppendResult{}, eventstore.ErrClosed
+		return eventstore.ErrClosed
 	case <-ctx.Done():
-		return eventstore.AppendResult{}, ctx.Err()
+		return ctx.Err()
 	}
 	// Once the committer has the request the outcome is decided by it; a
 	// caller that stops waiting gets ctx.Err() and an unknown outcome, which a
 	// retry with the same event IDs resolves.
 	select {
-	case r := <-req.done:
-		return r.res, r.err
+	case err := <-req.done:
+		return err
 	case <-ctx.Done():
-		return eventstore.AppendResult{}, ctx.Err()
+		return ctx.Err()
 	}
 }
 

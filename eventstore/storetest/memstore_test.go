@@ -57,54 +57,111 @@ func (s *memStore) Append(ctx context.Context, stream string, expect eventstore.
 	if err := eventstore.ValidateAppend(stream, events); err != nil {
 		return eventstore.AppendResult{}, err
 	}
+	res, err := s.appendParts(ctx, []eventstore.StreamAppend{{Stream: stream, Expect: expect, Events: events}})
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	return res[0], nil
+}
+
+func (s *memStore) AppendMulti(ctx context.Context, parts ...eventstore.StreamAppend) ([]eventstore.AppendResult, error) {
+	if err := eventstore.ValidateAppendMulti(parts); err != nil {
+		return nil, err
+	}
+	return s.appendParts(ctx, parts)
+}
+
+// appendParts appends every part or none, under one lock.
+func (s *memStore) appendParts(ctx context.Context, parts []eventstore.StreamAppend) ([]eventstore.AppendResult, error) {
 	if s.isClosed() {
-		return eventstore.AppendResult{}, eventstore.ErrClosed
+		return nil, eventstore.ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
-		return eventstore.AppendResult{}, err
+		return nil, err
 	}
 	d := s.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	idx := d.streams[stream]
-
-	if first, ok := d.ids[events[0].ID]; ok {
-		// A retry: the same events, consecutive, in this stream, placed
-		// where expect says.
-		r0 := d.log[first].Revision
-		placed := expect.IsAny() ||
-			expect.IsNoStream() && r0 == 0 ||
-			expect.IsStreamExists() && r0 > 0
-		if n, ok := expect.Exact(); ok {
-			placed = r0 == n+1
-		}
-		retry := placed && d.log[first].Stream == stream && int(r0)+len(events) <= len(idx)
-		for i := 0; retry && i < len(events); i++ {
-			retry = d.log[idx[int(r0)+i]].ID == events[i].ID
-		}
-		if retry {
-			last := d.log[idx[int(r0)+len(events)-1]]
-			return eventstore.AppendResult{NextExpected: last.Revision, Position: last.Position}, nil
+	results := make([]eventstore.AppendResult, len(parts))
+	retries := 0
+	for i, p := range parts {
+		if res, ok := d.retry(p); ok {
+			results[i] = res
+			retries++
 		}
 	}
+	switch {
+	case retries == len(parts):
+		return results, nil
+	case retries > 0:
+		return nil, fmt.Errorf("%w: %d of %d parts are stored appends", eventstore.ErrDuplicateEventID, retries, len(parts))
+	}
+	for _, p := range parts {
+		if err := d.check(p); err != nil {
+			return nil, err
+		}
+	}
+	now := time.Now().UTC()
+	for i, p := range parts {
+		results[i] = d.write(p, now)
+	}
+	close(d.changed)
+	d.changed = make(chan struct{})
+	return results, nil
+}
+
+// retry reports whether p's events are stored: the same events,
+// consecutive, in p's stream, placed where p's expectation says.
+func (d *memData) retry(p eventstore.StreamAppend) (eventstore.AppendResult, bool) {
+	first, ok := d.ids[p.Events[0].ID]
+	if !ok {
+		return eventstore.AppendResult{}, false
+	}
+	idx := d.streams[p.Stream]
+	r0 := d.log[first].Revision
+	placed := p.Expect.IsAny() ||
+		p.Expect.IsNoStream() && r0 == 0 ||
+		p.Expect.IsStreamExists() && r0 > 0
+	if n, ok := p.Expect.Exact(); ok {
+		placed = r0 == n+1
+	}
+	retry := placed && d.log[first].Stream == p.Stream && int(r0)+len(p.Events) <= len(idx)
+	for i := 0; retry && i < len(p.Events); i++ {
+		retry = d.log[idx[int(r0)+i]].ID == p.Events[i].ID
+	}
+	if !retry {
+		return eventstore.AppendResult{}, false
+	}
+	last := d.log[idx[int(r0)+len(p.Events)-1]]
+	return eventstore.AppendResult{NextExpected: last.Revision, Position: last.Position}, true
+}
+
+// check checks p's expectation and that none of its IDs is stored.
+func (d *memData) check(p eventstore.StreamAppend) error {
+	idx := d.streams[p.Stream]
 	current, exists := uint64(len(idx))-1, len(idx) > 0
-	if !expect.Satisfied(current, exists) {
+	if !p.Expect.Satisfied(current, exists) {
 		actual := eventstore.NoStream
 		if exists {
 			actual = eventstore.Exact(current)
 		}
-		return eventstore.AppendResult{}, &eventstore.WrongRevisionError{Stream: stream, Expected: expect, Actual: actual}
+		return &eventstore.WrongRevisionError{Stream: p.Stream, Expected: p.Expect, Actual: actual}
 	}
-	for _, ev := range events {
+	for _, ev := range p.Events {
 		if _, dup := d.ids[ev.ID]; dup {
-			return eventstore.AppendResult{}, fmt.Errorf("%w: %v", eventstore.ErrDuplicateEventID, ev.ID)
+			return fmt.Errorf("%w: %v", eventstore.ErrDuplicateEventID, ev.ID)
 		}
 	}
-	now := time.Now().UTC()
-	for _, ev := range events {
+	return nil
+}
+
+// write appends p's events to the log.
+func (d *memData) write(p eventstore.StreamAppend, now time.Time) eventstore.AppendResult {
+	idx := d.streams[p.Stream]
+	for _, ev := range p.Events {
 		n := uint64(len(d.log) + 1)
 		rec := eventstore.RecordedEvent{
-			ID: ev.ID, Stream: stream, Revision: uint64(len(idx)),
+			ID: ev.ID, Stream: p.Stream, Revision: uint64(len(idx)),
 			Position: eventstore.Position{Commit: n, Prepare: n},
 			Type:     ev.Type, Data: append([]byte(nil), ev.Data...), Metadata: append([]byte(nil), ev.Metadata...),
 			Created: now,
@@ -113,11 +170,9 @@ func (s *memStore) Append(ctx context.Context, stream string, expect eventstore.
 		idx = append(idx, len(d.log))
 		d.log = append(d.log, rec)
 	}
-	d.streams[stream] = idx
-	close(d.changed)
-	d.changed = make(chan struct{})
+	d.streams[p.Stream] = idx
 	last := d.log[len(d.log)-1]
-	return eventstore.AppendResult{NextExpected: last.Revision, Position: last.Position}, nil
+	return eventstore.AppendResult{NextExpected: last.Revision, Position: last.Position}
 }
 
 func (s *memStore) ReadStream(ctx context.Context, stream string, from eventstore.Revision, max int) ([]eventstore.RecordedEvent, error) {
@@ -213,6 +268,7 @@ func TestMemStore(t *testing.T) {
 		return s
 	}, Features{
 		DensePositions: true,
+		MultiAppend:    true,
 		Reopen: func(t *testing.T, s eventstore.Store) eventstore.Store {
 			old := s.(*memStore)
 			_ = old.Close()
@@ -234,5 +290,5 @@ func TestMemStoreShared(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	Run(t, func(t *testing.T) eventstore.Store { return shared }, Features{Shared: true})
+	Run(t, func(t *testing.T) eventstore.Store { return shared }, Features{Shared: true, MultiAppend: true})
 }

@@ -3,7 +3,7 @@
 // Features that say where the backend may differ from the others:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, newStore, storetest.Features{DensePositions: true, Reopen: reopen})
+//		storetest.Run(t, newStore, storetest.Features{DensePositions: true, MultiAppend: true, Reopen: reopen})
 //	}
 //
 // Every test writes to streams whose names start with a random prefix of its
@@ -47,6 +47,11 @@ type Features struct {
 	// ErrDuplicateEventID for an ID reused in another stream are skipped.
 	StreamScopedIDs bool
 
+	// MultiAppend: the store implements eventstore.MultiAppender, which the
+	// suite then requires and checks (the MultiAppend group; not run when
+	// unset).
+	MultiAppend bool
+
 	// ClockSkew is how far RecordedEvent.Created may be from the test's clock.
 	// Zero means 2s (a store in this process).
 	ClockSkew time.Duration
@@ -87,6 +92,9 @@ func Run(t *testing.T, newStore Factory, f Features) {
 		{"Filter", filterTests},
 		{"SubscriptionLifecycle", lifecycleTests},
 		{"Reopen", reopenTests},
+	}
+	if f.MultiAppend {
+		groups = append(groups, group{"MultiAppend", multiAppendTests(f)})
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
