@@ -142,7 +142,7 @@ type closableStore interface {
 func openEventStore(cfg config.Config, logger *slog.Logger) (closableStore, error) {
 	if cfg.EventStore == config.EventStoreEmbedded {
 		dir := filepath.Join(cfg.DataDir, "events")
-		store, err := embedded.Open(dir, embedded.Options{Logger: logger.With("component", "eventstore")})
+		store, err := embedded.Open(dir, embedded.Options{Logger: logger.With("component", "eventstore"), CommitDelay: commitDelay(cfg.CommitDelay)})
 		if err != nil {
 			return nil, fmt.Errorf("open embedded event store in %s: %w", dir, err)
 		}
@@ -196,4 +196,13 @@ func newHTTPServer(handler http.Handler, logger *slog.Logger) *http.Server {
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+}
+
+// commitDelay maps the configured commit_delay, where 0 means none, to
+// embedded.Options.CommitDelay, where 0 means the default.
+func commitDelay(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -62,6 +62,9 @@ type Config struct {
 	AdminPassword string
 	// ShutdownTimeout bounds the graceful drain of in-flight requests.
 	ShutdownTimeout time.Duration
+	// CommitDelay is how long the embedded event store lets an fsync wait
+	// for more concurrent appends to share it; zero disables the wait.
+	CommitDelay time.Duration
 	// ReadYourWritesTimeout bounds how long a write waits for the read model
 	// to apply its position before answering.
 	ReadYourWritesTimeout time.Duration
@@ -94,6 +97,7 @@ func Defaults() Config {
 		LogFormat:             logging.Text,
 		ShutdownTimeout:       15 * time.Second,
 		ReadYourWritesTimeout: 5 * time.Second,
+		CommitDelay:           300 * time.Microsecond,
 		EndOfDayLocation:      time.UTC,
 		BillingHeaderPrefix:   "X-TVSM-",
 		BillingTimeout:        10 * time.Second,
@@ -284,6 +288,22 @@ var settings = []setting{
 		get: func(c *Config) string { return c.ShutdownTimeout.String() },
 	},
 	{
+		key:   "commit_delay",
+		usage: "`duration` an fsync of the embedded event store waits, while appends arrive concurrently, for more of them to share it (0 = none, at most 10ms)",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			switch {
+			case err != nil:
+				return fmt.Errorf("%q is not a duration such as 300us or 1ms", v)
+			case d < 0 || d > maxCommitDelay:
+				return fmt.Errorf("%q must be between 0 and %v", v, maxCommitDelay)
+			}
+			c.CommitDelay = d
+			return nil
+		},
+		get: func(c *Config) string { return c.CommitDelay.String() },
+	},
+	{
 		key:   "read_your_writes_timeout",
 		usage: "longest `duration` a write waits for the read model to apply it before answering",
 		set: func(c *Config, v string) error {
@@ -439,6 +459,10 @@ func parseFeatures(v string) ([]string, error) {
 	}
 	return features, nil
 }
+
+// maxCommitDelay bounds commit_delay: every write of a busy node waits up to
+// this long for its fsync, on top of the fsync itself.
+const maxCommitDelay = 10 * time.Millisecond
 
 func parsePositiveDuration(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(v))

@@ -105,6 +105,7 @@ eod_timezone: Europe/Berlin
 				"TVSM_ADMIN_LOGIN":              "root",
 				"TVSM_ADMIN_PASSWORD":           "s3cret",
 				"TVSM_READ_YOUR_WRITES_TIMEOUT": "2s",
+				"TVSM_COMMIT_DELAY":             "0",
 			},
 			args: []string{
 				"--http", "127.0.0.1:0",
@@ -125,6 +126,7 @@ eod_timezone: Europe/Berlin
 				c.AdminPassword = "s3cret"
 				c.ShutdownTimeout = 30 * time.Second
 				c.ReadYourWritesTimeout = 2 * time.Second
+				c.CommitDelay = 0
 				c.EndOfDayLocation = time.UTC
 			},
 		},
@@ -215,6 +217,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "log level", env: map[string]string{"TVSM_LOG_LEVEL": "verbose"}, want: []string{"env TVSM_LOG_LEVEL", `unknown log level "verbose"`}},
 		{name: "log format", args: []string{"--log-format", "xml"}, want: []string{"-log-format", "xml"}},
 		{name: "duration without unit", file: "shutdown_timeout: 10\n", want: []string{`key "shutdown_timeout"`, "not a duration"}},
+		{name: "commit delay too long", file: "commit_delay: 50ms\n", want: []string{`key "commit_delay"`, "between 0 and 10ms"}},
+		{name: "commit delay negative", args: []string{"--commit-delay", "-1ms"}, want: []string{"-commit-delay", "between 0 and 10ms"}},
 		{name: "negative duration", env: map[string]string{"TVSM_READ_YOUR_WRITES_TIMEOUT": "-1s"}, want: []string{"env TVSM_READ_YOUR_WRITES_TIMEOUT", "positive"}},
 		{name: "unknown time zone", args: []string{"--eod-timezone", "Mars/Olympus"}, want: []string{"-eod-timezone", "unknown time zone"}},
 		{name: "Local time zone", file: "eod_timezone: Local\n", want: []string{`key "eod_timezone"`, "IANA"}},

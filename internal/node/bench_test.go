@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,7 +22,7 @@ import (
 
 // benchClients is how many concurrent HTTP clients the throughput
 // benchmarks use: enough to keep group commit busy.
-const benchClients = 64
+var benchClients = envInt("TVSM_BENCH_CLIENTS", 64)
 
 // BenchmarkHTTPThroughput measures requests/s over real loopback HTTP for
 // account creates and updates on a full node with the embedded store, and,
@@ -189,4 +190,11 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }

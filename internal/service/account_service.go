@@ -159,17 +159,24 @@ func (s *Service) CreateAccount(ctx context.Context, c Caller, in AccountInput, 
 		})
 }
 
-// createAccountReserved reserves the login for the new account, creates it, and
-// gives the login back when the create fails.
+// createAccountReserved reserves the login for the new account and creates
+// it: in one atomic append when the store can, else one after the other,
+// giving the login back when the create fails.
 func (s *Service) createAccountReserved(ctx context.Context, c Caller, cmd domain.CreateAccount) (app.Result[domain.Account], error) {
 	stream := app.LoginStream(cmd.Provider, cmd.Login)
 	owner := domain.AccountStream(cmd.ID)
+	meta := c.meta()
+	meta.NewStream = true // cmd.ID was just allocated
+	// One atomic append of reservation and account when the store can;
+	// otherwise (or when the login is not plainly free) reserve, then create.
+	res, handled, err := app.ExecuteReserving(ctx, s.cfg.Executor, stream, owner, domain.AccountDecider(), domain.AccountCommand(cmd), meta)
+	if handled {
+		return res, err
+	}
 	if err := s.reserveAccountLogin(ctx, c, stream, owner); err != nil {
 		return app.Result[domain.Account]{}, err
 	}
-	meta := c.meta()
-	meta.NewStream = true // cmd.ID was just allocated
-	res, err := app.Execute(ctx, s.cfg.Executor, owner, domain.AccountDecider(), domain.AccountCommand(cmd), meta)
+	res, err = app.Execute(ctx, s.cfg.Executor, owner, domain.AccountDecider(), domain.AccountCommand(cmd), meta)
 	if err != nil {
 		s.releaseAccountLogin(ctx, c, stream, owner)
 		return app.Result[domain.Account]{}, err

@@ -1,0 +1,131 @@
+package app
+
+import (
+	"context"
+	"errors"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+)
+
+// ExecuteReserving creates the owner of a unique name together with the
+// name's reservation, in one atomic append, when the store can do that
+// (eventstore.MultiAppender): cmd runs on owner, a stream that was just named
+// (as with RequestMeta.NewStream), and the reservation stream gets
+// ReservationTaken for owner in the same durable write. A create then waits
+// for one fsync instead of two, and a failed create leaves no reservation
+// behind to release.
+//
+// handled is false when this path does not apply, and nothing was appended:
+// the store cannot append atomically, the command is keyed by an
+// idempotency key (whose event naming and recovery Execute owns), the name
+// is not free as far as this process knows, or a concurrent writer changed
+// either stream first. The caller then reserves with Reserve and runs
+// Execute, which handle every one of those cases. When handled is true, err
+// is the outcome: nil, a decision error of cmd (nothing appended), or an
+// append error.
+func ExecuteReserving[S, C any](ctx context.Context, x *Executor, nameStream, owner string, d domain.Decider[S, C], cmd C, meta RequestMeta) (res Result[S], handled bool, err error) {
+	multi, ok := x.store.(eventstore.MultiAppender)
+	if !ok || meta.IdempotencyKey != "" || scopeFrom(ctx) != nil {
+		return Result[S]{}, false, nil
+	}
+	if meta.Now.IsZero() {
+		meta.Now = x.now()
+	} else {
+		meta.Now = meta.Now.UTC().Round(0)
+	}
+	for _, stream := range []string{nameStream, owner} {
+		if err := eventstore.ValidateStreamName(stream); err != nil {
+			return Result[S]{}, true, opError("execute", stream, err)
+		}
+	}
+	unlock, err := x.lockBoth(ctx, nameStream, owner)
+	if err != nil {
+		return Result[S]{}, true, opError("execute", owner, err)
+	}
+	defer unlock()
+
+	// The reservation's state as this process knows it, unverified: the
+	// append's expectation checks it. A name never seen is taken as free
+	// without a read; if it is not, the append fails and Reserve reads it.
+	held := snapshot{state: reservationDecider.Initial()}
+	if c, ok := x.cache.get(nameStream); ok {
+		held = c
+	}
+	taken, ok := held.state.(reservation)
+	if !ok {
+		return Result[S]{}, false, nil
+	}
+	take, derr := reservationDecider.Decide(taken, reservationCmd{Take: true, Owner: owner}, meta.Now)
+	if derr != nil || len(take) == 0 {
+		return Result[S]{}, false, nil // held by someone: Reserve decides on the stream itself
+	}
+	events, derr := d.Decide(d.Initial(), cmd, meta.Now)
+	if derr != nil {
+		return Result[S]{}, true, opError("decide", owner, derr)
+	}
+	if len(events) == 0 {
+		return Result[S]{}, false, nil
+	}
+
+	reservationExpect := revisionOf(held)
+	reservationData, _, err := x.encode(take, meta, naming(ctx, nameStream, reservationCmd{Take: true, Owner: owner}, meta).ids(reservationExpect, len(take)))
+	if err != nil {
+		return Result[S]{}, true, opError("encode", nameStream, err)
+	}
+	ownerData, envs, err := x.encode(events, meta, naming(ctx, owner, cmd, meta).ids(eventstore.NoStream, len(events)))
+	if err != nil {
+		return Result[S]{}, true, opError("encode", owner, err)
+	}
+	results, err := x.appendMultiResending(ctx, multi,
+		eventstore.StreamAppend{Stream: nameStream, Expect: reservationExpect, Events: reservationData},
+		eventstore.StreamAppend{Stream: owner, Expect: eventstore.NoStream, Events: ownerData})
+	if err != nil {
+		x.cache.drop(nameStream)
+		if errors.Is(err, eventstore.ErrWrongExpectedRevision) || errors.Is(err, eventstore.ErrDuplicateEventID) {
+			return Result[S]{}, false, nil // another writer was first: decide again on what is stored
+		}
+		return Result[S]{}, true, opError("append", owner, err)
+	}
+	x.cache.put(nameStream, snapshot{state: reservationDecider.Fold(taken, take...), exists: true, rev: results[0].NextExpected, pos: results[0].Position})
+	st := d.Fold(d.Initial(), events...)
+	x.cache.put(owner, snapshot{state: st, exists: true, rev: results[1].NextExpected, pos: results[1].Position})
+	return Result[S]{State: st, Revision: eventstore.Exact(results[1].NextExpected), Position: results[1].Position, Events: envs}, true, nil
+}
+
+// lockBoth takes the in-process locks of two streams, always in the same
+// order so that two callers locking the same pair cannot deadlock.
+func (x *Executor) lockBoth(ctx context.Context, a, b string) (func(), error) {
+	if b < a {
+		a, b = b, a
+	}
+	unlockA, err := x.locks.lock(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	unlockB, err := x.locks.lock(ctx, b)
+	if err != nil {
+		unlockA()
+		return nil, err
+	}
+	return func() { unlockB(); unlockA() }, nil
+}
+
+// appendMultiResending is appendResending for an atomic multi-stream append:
+// an unknown outcome sends the very same append again, which the store
+// answers with the original results if the first one was stored.
+func (x *Executor) appendMultiResending(ctx context.Context, multi eventstore.MultiAppender, parts ...eventstore.StreamAppend) ([]eventstore.AppendResult, error) {
+	for failures := 0; ; {
+		res, err := multi.AppendMulti(ctx, parts...)
+		if err == nil || !outcomeUnknown(ctx, err) {
+			return res, err
+		}
+		failures++
+		if failures >= x.opts.MaxAttempts {
+			return res, err
+		}
+		if perr := x.pause(ctx, failures); perr != nil {
+			return res, err
+		}
+	}
+}
