@@ -13,6 +13,9 @@
 // Registry and are never derived from Go type names, so renaming a Go type
 // never changes what is stored. A change to an event's JSON shape gets a new
 // version (X.v2) and an upcaster from X.v1, so stored events stay readable.
+// Events are stored as encoding/json writes them; the hottest ones
+// (AccountCreated, AccountUpdated) and the metadata are written and read by
+// hand (JSONCodec) to the same bytes and values, without its reflection.
 //
 // The aggregates are Provider, Tariff, Channel, Category, Admin and Account
 // (with its subscriptions and devices). Each has a state type, a command

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -69,11 +70,65 @@ func EncodeMetadata(e Envelope) ([]byte, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	return json.Marshal(metadataJSON{
-		OccurredAt: m.OccurredAt.UTC().Format(occurredAtLayout),
-		Actor:      m.Actor.String(),
-		RequestID:  m.RequestID,
-	})
+	return appendMetadataJSON(nil, m), nil
+}
+
+// appendMetadataJSON appends what json.Marshal writes for the metadataJSON
+// of valid metadata m (FuzzMetadataJSON checks that), without its
+// reflection: metadata is written with every event.
+func appendMetadataJSON(dst []byte, m Metadata) []byte {
+	dst = slices.Grow(dst, 80+len(m.Actor.Kind)+len(m.Actor.ID)+len(m.RequestID))
+	dst = appendOccurredAt(append(dst, `{"occurred_at":"`...), m.OccurredAt.UTC())
+	dst = appendJSONStringBody(append(dst, `","actor":"`...), string(m.Actor.Kind))
+	if m.Actor.ID != "" {
+		// A valid kind is ASCII, so escaping the parts escapes the whole.
+		dst = appendJSONStringBody(append(dst, ':'), m.Actor.ID)
+	}
+	dst = appendJSONStringBody(append(dst, `","request_id":"`...), m.RequestID)
+	return append(dst, `"}`...)
+}
+
+// appendOccurredAt appends t.Format(occurredAtLayout) for t in UTC within
+// years 1-9999, without parsing the layout each time. It writes only
+// digits, '-', ':', 'T', '.' and 'Z': nothing a JSON string escapes.
+func appendOccurredAt(dst []byte, t time.Time) []byte {
+	year, month, day := t.Date()
+	hour, minute, sec := t.Clock()
+	dst = appendDigits(dst, year, 4)
+	dst = appendDigits(append(dst, '-'), int(month), 2)
+	dst = appendDigits(append(dst, '-'), day, 2)
+	dst = appendDigits(append(dst, 'T'), hour, 2)
+	dst = appendDigits(append(dst, ':'), minute, 2)
+	dst = appendDigits(append(dst, ':'), sec, 2)
+	dst = appendDigits(append(dst, '.'), t.Nanosecond(), 9)
+	return append(dst, 'Z')
+}
+
+// appendDigits appends the last width decimal digits of v >= 0, zero-padded.
+func appendDigits(dst []byte, v, width int) []byte {
+	dst = append(dst, make([]byte, width)...)
+	for i := len(dst) - 1; i >= len(dst)-width; i-- {
+		dst[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return dst
+}
+
+// readMetadataJSON reads the form appendMetadataJSON writes as
+// json.Unmarshal would; ok false leaves other forms to json.Unmarshal.
+func readMetadataJSON(data []byte) (w metadataJSON, ok bool) {
+	r := NewJSONReader(data)
+	r.Expect(`{"occurred_at":`)
+	w.OccurredAt = r.Str()
+	r.Expect(`,"actor":`)
+	w.Actor = r.Str()
+	r.Expect(`,"request_id":`)
+	w.RequestID = r.Str()
+	r.Expect(`}`)
+	if !r.OK() {
+		return metadataJSON{}, false
+	}
+	return w, true
 }
 
 // DecodeMetadata parses the stored form written by EncodeMetadata. It
@@ -84,9 +139,11 @@ func DecodeMetadata(data []byte) (Metadata, error) {
 	if !isJSONObject(data) {
 		return Metadata{}, fmt.Errorf("%w: not a JSON object", ErrInvalidMetadata)
 	}
-	var w metadataJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return Metadata{}, fmt.Errorf("%w: %w", ErrInvalidMetadata, err)
+	w, ok := readMetadataJSON(data)
+	if !ok {
+		if err := json.Unmarshal(data, &w); err != nil {
+			return Metadata{}, fmt.Errorf("%w: %w", ErrInvalidMetadata, err)
+		}
 	}
 	if w.OccurredAt == "" {
 		return Metadata{}, fmt.Errorf("%w: occurred_at: required", ErrInvalidMetadata)
@@ -102,25 +159,39 @@ func DecodeMetadata(data []byte) (Metadata, error) {
 	if err != nil {
 		return Metadata{}, fmt.Errorf("%w: actor: %w", ErrInvalidMetadata, err)
 	}
-	m := Metadata{OccurredAt: at.UTC(), Actor: actor, RequestID: w.RequestID}
-	if err := m.validate(); err != nil {
+	// What validate checks besides the actor, which ParseActor has checked.
+	if err := validateOccurredAt(at); err != nil {
 		return Metadata{}, err
 	}
-	return m, nil
+	if err := validateMetadataRequestID(w.RequestID); err != nil {
+		return Metadata{}, err
+	}
+	return Metadata{OccurredAt: at.UTC(), Actor: actor, RequestID: w.RequestID}, nil
 }
 
 func (m Metadata) validate() error {
-	at := m.OccurredAt.UTC()
+	if err := validateOccurredAt(m.OccurredAt); err != nil {
+		return err
+	}
+	if err := m.Actor.Validate(); err != nil {
+		return fmt.Errorf("%w: actor: %w", ErrInvalidMetadata, err)
+	}
+	return validateMetadataRequestID(m.RequestID)
+}
+
+func validateOccurredAt(at time.Time) error {
+	at = at.UTC()
 	switch {
 	case at.IsZero():
 		return fmt.Errorf("%w: occurred_at: required", ErrInvalidMetadata)
 	case at.Year() < 1 || at.Year() > 9999:
 		return fmt.Errorf("%w: occurred_at %s: year outside 1-9999", ErrInvalidMetadata, at)
 	}
-	if err := m.Actor.Validate(); err != nil {
-		return fmt.Errorf("%w: actor: %w", ErrInvalidMetadata, err)
-	}
-	if err := ValidateRequestID(m.RequestID); err != nil {
+	return nil
+}
+
+func validateMetadataRequestID(id string) error {
+	if err := ValidateRequestID(id); err != nil {
 		return fmt.Errorf("%w: request_id: %w", ErrInvalidMetadata, err)
 	}
 	return nil

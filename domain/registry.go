@@ -24,11 +24,36 @@ type Registry struct {
 }
 
 type registration struct {
-	typ reflect.Type // a struct type implementing Event with value receivers
-	new func() Event
+	typ  reflect.Type // a struct type implementing Event with value receivers
+	new  func() Event
+	fast bool // typ implements JSONCodec
 }
 
-var eventInterface = reflect.TypeFor[Event]()
+// JSONCodec is implemented, with value receivers, by event types that are
+// encoded or decoded often enough for encoding/json's reflection to show
+// (an account create writes and reads several). Registry.Encode and Decode
+// use it in place of encoding/json, and fall back to encoding/json whenever
+// a method says no, so the stored form and the decoded values stay exactly
+// encoding/json's; a fuzz test per type should check that. JSONReader,
+// AppendJSONString and AppendJSONTime are the building blocks.
+type JSONCodec interface {
+	Event
+	// AppendJSON appends to dst exactly the bytes json.Marshal writes for
+	// the event. ok false (a value it cannot write that way) leaves the
+	// event to json.Marshal.
+	AppendJSON(dst []byte) (out []byte, ok bool)
+	// DecodeJSON returns what json.Unmarshal of data into a copy of the
+	// receiver (the registered factory's event) gives, when data is in the
+	// form AppendJSON writes or another form it reads exactly as
+	// json.Unmarshal does. ok false leaves data to encoding/json, so every
+	// other form, and every error, is encoding/json's.
+	DecodeJSON(data []byte) (e Event, ok bool)
+}
+
+var (
+	eventInterface     = reflect.TypeFor[Event]()
+	jsonCodecInterface = reflect.TypeFor[JSONCodec]()
+)
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
@@ -77,7 +102,7 @@ func (r *Registry) Add(name string, new func() Event) error {
 	if up, ok := r.upcasters[name]; ok {
 		return fail(fmt.Errorf("%w: already upcast to %s", ErrDuplicateEventType, up.to))
 	}
-	r.events[name] = registration{typ: typ, new: new}
+	r.events[name] = registration{typ: typ, new: new, fast: typ.Implements(jsonCodecInterface)}
 	r.byType[typ] = name
 	return nil
 }
@@ -159,7 +184,7 @@ func (r *Registry) Encode(e Event) (eventType string, data []byte, err error) {
 	if v.Type() != reg.typ {
 		return fail(fmt.Errorf("%w: registered as %s, got %s", ErrEventTypeMismatch, reg.typ, v.Type()))
 	}
-	data, err = json.Marshal(v.Interface())
+	data, err = reg.encode(e, v)
 	if err != nil {
 		return fail(fmt.Errorf("%w: %w", ErrInvalidEventData, err))
 	}
@@ -232,9 +257,25 @@ func (r *Registry) resolve(eventType string) (registration, []upcaster, error) {
 	}
 }
 
-// decode unmarshals data into a fresh event from the factory.
+// encode marshals e, whose value is v, with its JSONCodec when it has one.
+func (reg registration) encode(e Event, v reflect.Value) ([]byte, error) {
+	if reg.fast {
+		if data, ok := e.(JSONCodec).AppendJSON(nil); ok {
+			return data, nil
+		}
+	}
+	return json.Marshal(v.Interface())
+}
+
+// decode unmarshals data into a fresh event from the factory, with its
+// JSONCodec when it has one.
 func (reg registration) decode(data []byte) (Event, error) {
 	e := reg.new()
+	if reg.fast && reg.made(e) {
+		if ev, ok := e.(JSONCodec).DecodeJSON(data); ok {
+			return ev, nil
+		}
+	}
 	v := reflect.ValueOf(e)
 	var ptr reflect.Value
 	switch {
@@ -256,6 +297,13 @@ func (reg registration) decode(data []byte) (Event, error) {
 		return nil, errors.New("decoded value is not an Event")
 	}
 	return ev, nil
+}
+
+// made reports whether the factory's e is a reg.typ or a non-nil pointer
+// to one, as decode requires.
+func (reg registration) made(e Event) bool {
+	v := reflect.ValueOf(e)
+	return v.Type() == reg.typ || (v.Kind() == reflect.Pointer && !v.IsNil() && v.Type().Elem() == reg.typ)
 }
 
 // isJSONObject reports whether data, after leading JSON whitespace, starts
