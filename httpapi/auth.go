@@ -46,17 +46,51 @@ type Authenticator interface {
 
 type principalKey struct{}
 
+// principalContext carries a Principal. Its Value answers principalKey
+// with the context itself, a pointer: boxing the Principal would allocate
+// on every lookup, or on every request for a context.WithValue.
+type principalContext struct {
+	context.Context
+	p Principal
+}
+
+func (c *principalContext) Value(key any) any {
+	if _, ok := key.(principalKey); ok {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
 // WithPrincipal returns ctx carrying p.
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+	return &principalContext{Context: ctx, p: p}
 }
 
 // PrincipalFromContext returns the principal ctx carries. Application code
 // takes the actor of its events from it; the gin context works too, as it
 // falls back to the request's context.
 func PrincipalFromContext(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(Principal)
-	return p, ok
+	switch v := ctx.Value(principalKey{}).(type) {
+	case *principalContext:
+		return v.p, true
+	case *requestContext:
+		return v.principal, true
+	}
+	return Principal{}, false
+}
+
+// setPrincipal makes p the principal of c's request. When the request's
+// context is still the one requestIDMiddleware made, p is recorded in it,
+// which saves a context layer and a copy of the request: nothing but the
+// middleware before BasicAuth, on this goroutine, has seen that context, so
+// no one reads it meanwhile. Otherwise (BasicAuth on another engine, or a
+// second time) the context is layered as WithPrincipal does.
+func setPrincipal(c *gin.Context, p Principal) {
+	if rc, ok := c.Request.Context().(*requestContext); ok && !rc.authenticated {
+		rc.principal, rc.authenticated = p, true
+		return
+	}
+	c.Request = c.Request.WithContext(WithPrincipal(c.Request.Context(), p))
 }
 
 // CurrentPrincipal returns the principal BasicAuth authenticated for c.
@@ -74,12 +108,16 @@ func CurrentPrincipal(c *gin.Context) (Principal, bool) {
 // Retry-After.
 func BasicAuth(auth Authenticator) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		login, password, msg := parseBasic(c.GetHeader("Authorization"))
+		var header string
+		if v := c.Request.Header["Authorization"]; len(v) > 0 {
+			header = v[0]
+		}
+		login, password, msg := parseBasic(header)
 		if msg != "" {
 			unauthorized(c, msg)
 			return
 		}
-		ctx := withClientAddress(c.Request.Context(), c.ClientIP())
+		ctx := withClientAddress(c.Request.Context(), clientIP(c))
 		p, err := auth.Authenticate(ctx, login, password)
 		switch {
 		case errors.Is(err, ErrBadCredentials):
@@ -89,7 +127,7 @@ func BasicAuth(auth Authenticator) gin.HandlerFunc {
 			writeAuthError(c, err) // 429 with Retry-After when throttled
 			return
 		}
-		c.Request = c.Request.WithContext(WithPrincipal(c.Request.Context(), p))
+		setPrincipal(c, p)
 		c.Next()
 	}
 }
@@ -110,19 +148,43 @@ func parseBasic(header string) (login, password, msg string) {
 	if !strings.EqualFold(scheme, "Basic") {
 		return "", "", "Basic authentication required"
 	}
-	encoded = strings.TrimSpace(encoded)
-	raw, err := base64.StdEncoding.DecodeString(encoded)
-	if err != nil {
-		raw, err = base64.RawStdEncoding.DecodeString(encoded)
-	}
-	if err != nil {
+	raw, ok := decodeBase64(strings.TrimSpace(encoded))
+	if !ok {
 		return "", "", "malformed Basic credentials"
 	}
-	login, password, ok := strings.Cut(string(raw), ":")
+	login, password, ok = strings.Cut(raw, ":")
 	if !ok || login == "" {
 		return "", "", "malformed Basic credentials"
 	}
 	return login, password, ""
+}
+
+// decodeBase64 decodes standard base64, padded or not. Credentials of
+// usual length are decoded on the stack, so that only the string returned
+// is allocated.
+func decodeBase64(encoded string) (string, bool) {
+	var buf [192]byte
+	dst := buf[:]
+	// RawStdEncoding's bound is the larger: it counts no padding.
+	if n := base64.RawStdEncoding.DecodedLen(len(encoded)); n > len(buf) {
+		dst = make([]byte, n)
+	}
+	n, err := base64.StdEncoding.Decode(dst, []byte(encoded))
+	if err != nil {
+		n, err = base64.RawStdEncoding.Decode(dst, []byte(encoded))
+	}
+	if err != nil {
+		return "", false
+	}
+	return string(dst[:n]), true
+}
+
+// clientIP is gin's ClientIP for c, as requestIDMiddleware computed it.
+func clientIP(c *gin.Context) string {
+	if rc := requestContextOf(c.Request.Context()); rc != nil {
+		return rc.clientIP
+	}
+	return c.ClientIP()
 }
 
 // RequireProvider returns nil when the request's admin may act on provider's

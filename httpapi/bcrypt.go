@@ -54,7 +54,7 @@ type BcryptAuthenticator struct {
 	ttl    time.Duration
 	now    func() time.Time
 	dummy  []byte
-	mac    sync.Pool // of hash.Hash keyed with the process's cache key
+	mac    sync.Pool // of *macState keyed with the process's cache key
 
 	mu    sync.Mutex
 	byKey map[cacheKey]*list.Element // of *cacheEntry
@@ -105,7 +105,7 @@ func NewBcryptAuthenticator(lookup CredentialLookup, opts BcryptOptions) *Bcrypt
 	}
 	a.dummy = dummy
 	macKey := []byte(rand.Text())
-	a.mac.New = func() any { return hmac.New(sha256.New, macKey) }
+	a.mac.New = func() any { return &macState{h: hmac.New(sha256.New, macKey)} }
 	return a
 }
 
@@ -148,19 +148,33 @@ func (a *BcryptAuthenticator) compare(hashed []byte, password string) error {
 	return bcrypt.CompareHashAndPassword(hashed, []byte(password))
 }
 
+// macState is an HMAC with the buffer its input is assembled in and the
+// sum, pooled so that computing a key allocates nothing.
+type macState struct {
+	h   hash.Hash
+	in  []byte
+	sum cacheKey
+}
+
+// maxPooledMACInput bounds the input buffer kept in the pool.
+const maxPooledMACInput = 1 << 10
+
 func (a *BcryptAuthenticator) key(login, password, hashed string) cacheKey {
-	h := a.mac.Get().(hash.Hash)
-	defer a.mac.Put(h)
-	h.Reset()
-	var n [8]byte
-	for _, part := range []string{login, password, hashed} {
-		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
-		h.Write(n[:])
-		h.Write([]byte(part))
+	m := a.mac.Get().(*macState)
+	defer a.mac.Put(m)
+	// Each part length-prefixed, so that no two triples give one input.
+	m.in = m.in[:0]
+	for _, part := range [...]string{login, password, hashed} {
+		m.in = binary.BigEndian.AppendUint64(m.in, uint64(len(part)))
+		m.in = append(m.in, part...)
 	}
-	var k cacheKey
-	h.Sum(k[:0])
-	return k
+	m.h.Reset()
+	m.h.Write(m.in)
+	m.h.Sum(m.sum[:0])
+	if cap(m.in) > maxPooledMACInput {
+		m.in = nil
+	}
+	return m.sum
 }
 
 func (a *BcryptAuthenticator) cached(key cacheKey) bool {

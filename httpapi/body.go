@@ -31,6 +31,9 @@ func ReadObject(c *gin.Context, opts wire.DecodeOptions) (*wire.Object, error) {
 	if c.Request.ContentLength > limit {
 		return nil, BodyTooLarge(limit)
 	}
+	if opts.SizeHint == 0 {
+		opts.SizeHint = c.Request.ContentLength
+	}
 	// MaxBytesReader also tells the server to close the connection instead
 	// of draining an oversized body.
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
@@ -42,9 +45,12 @@ func ReadObject(c *gin.Context, opts wire.DecodeOptions) (*wire.Object, error) {
 // any parameters (charset=utf-8), application/*+json and text/json. Anything
 // else is a 415.
 func CheckJSONContentType(r *http.Request) error {
-	ct := r.Header.Get("Content-Type")
-	if strings.TrimSpace(ct) == "" {
-		return nil
+	var ct string
+	if v := r.Header["Content-Type"]; len(v) > 0 { // Header.Get without canonicalizing a canonical key
+		ct = v[0]
+	}
+	if strings.TrimSpace(ct) == "" || strings.EqualFold(ct, "application/json") {
+		return nil // the common case, without parsing
 	}
 	mediaType, _, err := mime.ParseMediaType(ct)
 	if err != nil && err != mime.ErrInvalidMediaParameter { // bad parameters are not our business

@@ -2,15 +2,19 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tvsm/internal/metrics"
@@ -21,11 +25,49 @@ const HeaderRequestID = "X-Request-ID"
 
 type requestIDKey struct{}
 
+// requestContext is the context of a request that requestIDMiddleware
+// saw: it carries the request id, the client's address and, once BasicAuth
+// has run, the principal, in one layer: one allocation per request instead
+// of a context.WithValue per value and a copy of the request per layer.
+// RequestID and PrincipalFromContext find it by their keys.
+type requestContext struct {
+	context.Context
+	id       string
+	clientIP string // gin's ClientIP, computed once for the log and BasicAuth
+	// principal is set by BasicAuth before any handler runs, on the
+	// handler's goroutine (see setPrincipal).
+	principal     Principal
+	authenticated bool
+}
+
+func (c *requestContext) Value(key any) any {
+	switch key.(type) {
+	case requestIDKey:
+		return c // a pointer: no allocation, unlike boxing the id
+	case principalKey:
+		if c.authenticated {
+			return c
+		}
+	}
+	return c.Context.Value(key)
+}
+
+// requestContextOf returns the requestContext ctx derives from, or nil.
+func requestContextOf(ctx context.Context) *requestContext {
+	rc, _ := ctx.Value(requestIDKey{}).(*requestContext)
+	return rc
+}
+
 // RequestID returns the id of the request ctx belongs to, or "" outside one.
 // Commands record it in their events' metadata.
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	switch v := ctx.Value(requestIDKey{}).(type) {
+	case string: // WithRequestID
+		return v
+	case *requestContext:
+		return v.id
+	}
+	return ""
 }
 
 // WithRequestID returns ctx carrying request id id.
@@ -33,19 +75,43 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, requestIDKey{}, id)
 }
 
+// headerRequestIDKey is HeaderRequestID in the canonical form net/http keys
+// header maps by; indexing with it saves canonicalizing on every request.
+var headerRequestIDKey = http.CanonicalHeaderKey(HeaderRequestID)
+
 // requestIDMiddleware keeps the caller's X-Request-ID when it is sane (so a
 // provider's sync job can correlate its logs with ours), otherwise makes one,
 // and echoes it in the response.
 func requestIDMiddleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
-		id := c.GetHeader(HeaderRequestID)
-		if !saneRequestID(id) {
-			id = uuid.NewString()
+		var id string
+		if v := c.Request.Header[headerRequestIDKey]; len(v) > 0 {
+			id = v[0]
 		}
-		c.Request = c.Request.WithContext(WithRequestID(c.Request.Context(), id))
-		c.Header(HeaderRequestID, id)
+		if !saneRequestID(id) {
+			id = newRequestID()
+		}
+		rc := &requestContext{Context: c.Request.Context(), id: id, clientIP: c.ClientIP()}
+		c.Request = c.Request.WithContext(rc)
+		c.Writer.Header()[headerRequestIDKey] = []string{id}
 		c.Next()
 	}
+}
+
+// newRequestID returns a random (version 4) UUID in its 36-character form.
+func newRequestID() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:])  // never fails (crypto/rand.Read's contract)
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	var s [36]byte
+	hex.Encode(s[0:8], u[0:4])
+	hex.Encode(s[9:13], u[4:6])
+	hex.Encode(s[14:18], u[6:8])
+	hex.Encode(s[19:23], u[8:10])
+	hex.Encode(s[24:], u[10:])
+	s[8], s[13], s[18], s[23] = '-', '-', '-', '-'
+	return string(s[:])
 }
 
 // saneRequestID accepts 1 to 128 characters that are safe to log and echo:
@@ -71,6 +137,7 @@ var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics":
 
 // requestLogMiddleware logs one line per request once it is answered.
 func requestLogMiddleware(logger *slog.Logger) gin.HandlerFunc {
+	var logPC atomic.Uintptr // see logRequest
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
@@ -83,21 +150,46 @@ func requestLogMiddleware(logger *slog.Logger) gin.HandlerFunc {
 		case quietRoutes[c.FullPath()]:
 			level = slog.LevelDebug
 		}
-		attrs := []slog.Attr{
+		ctx := c.Request.Context()
+		if !logger.Enabled(ctx, level) {
+			return // build nothing for a line that would be dropped
+		}
+		latency := time.Since(start)
+		attrs := [...]slog.Attr{
 			slog.String("method", c.Request.Method),
 			// The path only: query strings may carry tokens (?token= on websockets).
 			slog.String("path", c.Request.URL.Path),
 			slog.Int("status", status),
-			slog.Duration("latency", time.Since(start)),
-			slog.String("request_id", RequestID(c.Request.Context())),
-			slog.String("client_ip", c.ClientIP()),
+			slog.Duration("latency", latency),
+			slog.String("request_id", RequestID(ctx)),
+			slog.String("client_ip", clientIP(c)),
 			slog.Int("bytes", max(c.Writer.Size(), 0)),
+			{}, // the error, if any
 		}
+		n := len(attrs) - 1
 		if len(c.Errors) > 0 {
-			attrs = append(attrs, slog.String("error", c.Errors.Last().Error()))
+			attrs[n] = slog.String("error", c.Errors.Last().Error())
+			n++
 		}
-		logger.LogAttrs(c.Request.Context(), level, "http request", attrs...)
+		logRequest(ctx, logger, &logPC, level, attrs[:n])
 	}
+}
+
+// logRequest is logger.LogAttrs(ctx, level, "http request", attrs...)
+// without its runtime.Callers per line: the record's program counter
+// (the source, for handlers that add it) is the same on every call, so it
+// is taken once and kept in pc.
+func logRequest(ctx context.Context, logger *slog.Logger, pc *atomic.Uintptr, level slog.Level, attrs []slog.Attr) {
+	p := pc.Load()
+	if p == 0 {
+		var pcs [1]uintptr
+		runtime.Callers(2, pcs[:]) // [runtime.Callers, logRequest]: the middleware
+		p = pcs[0]
+		pc.Store(p)
+	}
+	r := slog.NewRecord(time.Now(), level, "http request", p)
+	r.AddAttrs(attrs...)
+	_ = logger.Handler().Handle(ctx, r)
 }
 
 // recoveryMiddleware turns a handler panic into a logged 500 with the JSON
@@ -138,6 +230,21 @@ type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inFlight prometheus.Gauge
+	// series caches the children of requests and duration by
+	// seriesKey, sparing a label lookup (validation, hashing, locking)
+	// and a formatted status per request. It holds no more series than
+	// the vectors do.
+	series sync.Map
+}
+
+type seriesKey struct {
+	method, route string
+	status        int
+}
+
+type seriesMetrics struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -168,10 +275,22 @@ func (m *httpMetrics) middleware() gin.HandlerFunc {
 		if route == "" {
 			route = "unmatched"
 		}
-		method := methodLabel(c.Request.Method)
-		m.requests.WithLabelValues(method, route, strconv.Itoa(c.Writer.Status())).Inc()
-		m.duration.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
+		s := m.seriesOf(seriesKey{method: methodLabel(c.Request.Method), route: route, status: c.Writer.Status()})
+		s.requests.Inc()
+		s.duration.Observe(time.Since(start).Seconds())
 	}
+}
+
+// seriesOf returns the series of k, creating them on first use.
+func (m *httpMetrics) seriesOf(k seriesKey) *seriesMetrics {
+	if s, ok := m.series.Load(k); ok {
+		return s.(*seriesMetrics)
+	}
+	s, _ := m.series.LoadOrStore(k, &seriesMetrics{
+		requests: m.requests.WithLabelValues(k.method, k.route, strconv.Itoa(k.status)),
+		duration: m.duration.WithLabelValues(k.method, k.route),
+	})
+	return s.(*seriesMetrics)
 }
 
 // methodLabel bounds the method label: clients can send any token as a method.

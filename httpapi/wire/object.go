@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -33,7 +34,9 @@ const (
 // DefaultReadOnly returns the read-only fields dropped from request objects
 // when DecodeOptions.ReadOnly is nil: what the API returns and clients send
 // back, but nobody may set.
-func DefaultReadOnly() []string { return []string{"created", "last_online", "*_dto"} }
+func DefaultReadOnly() []string { return slices.Clone(defaultReadOnly) }
+
+var defaultReadOnly = []string{"created", "last_online", "*_dto"}
 
 // DecodeOptions tune DecodeObject and ReadObject.
 type DecodeOptions struct {
@@ -43,6 +46,10 @@ type DecodeOptions struct {
 	// A leading or trailing * matches any suffix or prefix ("*_dto").
 	// Nil means DefaultReadOnly(); an empty non-nil slice drops nothing.
 	ReadOnly []string
+	// SizeHint is the body's declared length (Content-Length), for
+	// ReadObject to size its buffer; 0 or less means unknown. A wrong hint
+	// costs only some copying.
+	SizeHint int64
 }
 
 func (o DecodeOptions) maxBytes() int64 {
@@ -83,16 +90,20 @@ func (e FieldErrors) Error() string {
 // concurrent use.
 type Object struct {
 	fields  map[string]any
-	read    map[string]bool
+	read    readSet
 	ignored []string
 	prefix  string       // "billing." or "commands[2]." for nested objects
 	errs    *FieldErrors // shared with nested objects
+	ownErrs FieldErrors  // what errs points to in a top-level object
 }
 
 // ReadObject reads a JSON object from r, at most opts.MaxBytes of it.
 func ReadObject(r io.Reader, opts DecodeOptions) (*Object, error) {
 	limit := opts.maxBytes()
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	buf := getBuffer(min(opts.SizeHint, limit, maxPooledBuffer))
+	defer putBuffer(buf)
+	data, err := readAtMost(r, (*buf)[:0], limit+1)
+	*buf = data
 	if err != nil {
 		var mbe *http.MaxBytesError // the body was wrapped with http.MaxBytesReader
 		if errors.As(err, &mbe) {
@@ -103,7 +114,53 @@ func ReadObject(r io.Reader, opts DecodeOptions) (*Object, error) {
 	if int64(len(data)) > limit {
 		return nil, &TooLargeError{Limit: limit}
 	}
+	// DecodeObject keeps nothing of data (its strings are copies), so the
+	// buffer can go back to the pool.
 	return DecodeObject(data, opts)
+}
+
+// readAtMost appends what r gives to buf until EOF or n bytes, growing buf
+// as needed (io.ReadAll over an io.LimitReader, into a given buffer).
+func readAtMost(r io.Reader, buf []byte, n int64) ([]byte, error) {
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(max(cap(buf), 512), int(n-int64(len(buf)))))
+		}
+		room := buf[len(buf):min(int64(cap(buf)), n)]
+		read, err := r.Read(room)
+		buf = buf[:len(buf)+read]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
+// Request bodies are read into pooled buffers; larger ones than
+// maxPooledBuffer are left to the garbage collector.
+const maxPooledBuffer = 64 << 10
+
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// getBuffer returns a pooled buffer with room for size bytes and one more,
+// so that the read that finds the end needs no growth.
+func getBuffer(size int64) *[]byte {
+	buf := buffers.Get().(*[]byte)
+	if size > 0 && int64(cap(*buf)) <= size {
+		*buf = make([]byte, 0, size+1)
+	}
+	return buf
+}
+
+func putBuffer(buf *[]byte) {
+	if cap(*buf) > maxPooledBuffer+1 {
+		return
+	}
+	*buf = (*buf)[:0]
+	buffers.Put(buf)
 }
 
 // DecodeObject decodes data, which must hold exactly one JSON object.
@@ -118,20 +175,19 @@ func DecodeObject(data []byte, opts DecodeOptions) (*Object, error) {
 	if trimmed[0] != '{' {
 		return nil, &BodyError{Reason: "must be a JSON object"}
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var fields map[string]any
-	if err := dec.Decode(&fields); err != nil {
-		return nil, &BodyError{Reason: "invalid JSON: " + jsonErrorText(err)}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, &BodyError{Reason: "invalid JSON: data after the object"}
+	fields, ok := parseObject(trimmed)
+	if !ok {
+		var err error
+		if fields, err = decodeJSON(data); err != nil {
+			return nil, err
+		}
 	}
 	readOnly := opts.ReadOnly
 	if readOnly == nil {
-		readOnly = DefaultReadOnly()
+		readOnly = defaultReadOnly
 	}
-	o := newObject(fields, "", new(FieldErrors))
+	o := newObject(fields, "", nil)
+	o.errs = &o.ownErrs // one allocation less than new(FieldErrors)
 	for name := range fields {
 		if matchAny(readOnly, name) {
 			delete(fields, name)
@@ -142,8 +198,56 @@ func DecodeObject(data []byte, opts DecodeOptions) (*Object, error) {
 	return o, nil
 }
 
+// decodeJSON decodes data with encoding/json, the reference for what is
+// valid and for the errors: what parseObject does not take comes here.
+func decodeJSON(data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var fields map[string]any
+	if err := dec.Decode(&fields); err != nil {
+		return nil, &BodyError{Reason: "invalid JSON: " + jsonErrorText(err)}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &BodyError{Reason: "invalid JSON: data after the object"}
+	}
+	return fields, nil
+}
+
 func newObject(fields map[string]any, prefix string, errs *FieldErrors) *Object {
-	return &Object{fields: fields, read: make(map[string]bool, len(fields)), prefix: prefix, errs: errs}
+	return &Object{fields: fields, prefix: prefix, errs: errs}
+}
+
+// readSet holds the names of the fields an Object's getters have read. A
+// handler reads a few names, so they are kept in an array searched in
+// order, which costs less than a map; past its size a map takes over.
+type readSet struct {
+	few  [16]string
+	n    int
+	many map[string]bool
+}
+
+func (s *readSet) has(name string) bool {
+	if s.many != nil {
+		return s.many[name]
+	}
+	return slices.Contains(s.few[:s.n], name)
+}
+
+func (s *readSet) add(name string) {
+	switch {
+	case s.has(name):
+	case s.many != nil:
+		s.many[name] = true
+	case s.n < len(s.few):
+		s.few[s.n] = name
+		s.n++
+	default:
+		s.many = make(map[string]bool, 2*len(s.few))
+		for _, n := range s.few {
+			s.many[n] = true
+		}
+		s.many[name] = true
+	}
 }
 
 func jsonErrorText(err error) string {
@@ -214,7 +318,7 @@ func (o *Object) Has(name string) bool {
 func (o *Object) Unknown() []string {
 	var names []string
 	for name := range o.fields {
-		if !o.read[name] {
+		if !o.read.has(name) {
 			names = append(names, name)
 		}
 	}
@@ -232,7 +336,7 @@ func (o *Object) get(name string) (v any, present, null bool) {
 	if !present {
 		return nil, false, false
 	}
-	o.read[name] = true
+	o.read.add(name)
 	return v, true, v == nil
 }
 
