@@ -136,51 +136,74 @@ func jsonRequest(method, url string, v any, login, password string) (*http.Reque
 // own keep-alive connections, fails on any non-200 answer and reports
 // requests/s and the CPU time (user and system, of the whole process: server
 // and clients) per request, which other load on the machine disturbs less.
+// With TVSM_BENCH_WARMUP=n it first sends n requests untimed (indexes after
+// the timed ones), so that a node is measured in its steady state: its
+// store's WAL files recycled, caches warm.
 func run(b *testing.B, request func(i int) (*http.Request, error)) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients, MaxConnsPerHost: benchClients}}
 	defer client.CloseIdleConnections()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var failed atomic.Value
+	if warm := envInt("TVSM_BENCH_WARMUP", 0); warm > 0 {
+		if err := fire(client, b.N, b.N+warm, request); err != nil {
+			b.Fatal(err)
+		}
+	}
 	b.ResetTimer()
 	cpu := processCPU()
 	start := time.Now()
-	for w := 0; w < benchClients; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= b.N || failed.Load() != nil {
-					return
-				}
-				req, err := request(i)
-				if err == nil {
-					var resp *http.Response
-					if resp, err = client.Do(req); err == nil {
-						data, _ := io.ReadAll(resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode != http.StatusOK {
-							err = fmt.Errorf("request %d: %d %s", i, resp.StatusCode, data)
-						}
-					}
-				}
-				if err != nil {
-					failed.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	err := fire(client, 0, b.N, request)
 	elapsed := time.Since(start)
 	cpu = processCPU() - cpu
 	b.StopTimer()
-	if err := failed.Load(); err != nil {
+	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/req")
+}
+
+// fire sends the requests with indexes from to to from benchClients
+// concurrent clients and returns the first failure.
+func fire(client *http.Client, from, to int, request func(i int) (*http.Request, error)) error {
+	var next atomic.Int64
+	next.Store(int64(from))
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range benchClients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= to || failed.Load() != nil {
+					return
+				}
+				if err := send(client, i, request); err != nil {
+					failed.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return err
+	}
+	return nil
+}
+
+func send(client *http.Client, i int, request func(i int) (*http.Request, error)) error {
+	req, err := request(i)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("request %d: %d %s", i, resp.StatusCode, data)
+	}
+	return nil
 }
 
 // processCPU is the CPU time the process has used so far.
