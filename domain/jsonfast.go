@@ -141,6 +141,9 @@ type JSONReader struct {
 // NewJSONReader returns a reader at the start of data.
 func NewJSONReader(data []byte) JSONReader { return JSONReader{data: data} }
 
+// Failed reports whether a read has failed; loops over arrays stop on it.
+func (r *JSONReader) Failed() bool { return r.failed }
+
 // OK reports whether everything matched so far and all of data was read.
 func (r *JSONReader) OK() bool { return !r.failed && r.i == len(r.data) }
 

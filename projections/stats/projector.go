@@ -213,11 +213,6 @@ type decodedEvent struct {
 
 // decodeEvent decodes an event; it runs ahead of apply on other goroutines.
 func (p *Projector) decodeEvent(ev *eventstore.RecordedEvent) (decodedEvent, error) {
-	if ev.Type == domain.ViewingReportedType {
-		if e, ok := decodeViewing(ev.Data); ok {
-			return decodedEvent{event: e, at: occurredAt(ev)}, nil
-		}
-	}
 	e, err := p.opts.Registry.Decode(ev.Type, ev.Data)
 	if errors.Is(err, domain.ErrUnknownEventType) {
 		return decodedEvent{}, nil
