@@ -60,29 +60,9 @@ func TestReserveConcurrentExactlyOneWins(t *testing.T) {
 	e := newEnv(t)
 	s := LoginStream(1, "alice")
 	nodes := []*Executor{e.executor(nil, Options{}), e.executor(nil, Options{}), e.executor(nil, Options{})}
-	const per = 20
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		winners []string
-	)
-	for n, x := range nodes {
-		for i := range per {
-			wg.Go(func() {
-				owner := fmt.Sprintf("account-%d%02d", n+1, i)
-				err := x.Reserve(e.ctx, s, owner, meta("r-"+owner), x.StreamExists)
-				switch {
-				case err == nil:
-					mu.Lock()
-					winners = append(winners, owner)
-					mu.Unlock()
-				case !errors.Is(err, ErrTaken):
-					t.Errorf("%s: %v", owner, err)
-				}
-			})
-		}
-	}
-	wg.Wait()
+	winners := raceForName(t, nodes, 20, "account-", func(x *Executor, owner string) error {
+		return x.Reserve(e.ctx, s, owner, meta("r-"+owner), x.StreamExists)
+	})
 	if len(winners) != 1 {
 		t.Fatalf("winners %v, want exactly one", winners)
 	}
@@ -148,4 +128,33 @@ func TestReserveMetadata(t *testing.T) {
 	if err != nil || m.RequestID != "req-7" || m.Actor != domain.AdminActor("alice") {
 		t.Fatalf("metadata %+v, %v", m, err)
 	}
+}
+
+// raceForName runs per goroutines on each executor at once, each calling
+// take for an owner of its own (prefix, node and index), and returns the
+// owners for which take succeeded; an error other than ErrTaken fails t.
+func raceForName(t *testing.T, nodes []*Executor, per int, prefix string, take func(x *Executor, owner string) error) []string {
+	t.Helper()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		winners []string
+	)
+	for n, x := range nodes {
+		for i := range per {
+			wg.Go(func() {
+				owner := fmt.Sprintf("%s%d%02d", prefix, n+1, i)
+				switch err := take(x, owner); {
+				case err == nil:
+					mu.Lock()
+					winners = append(winners, owner)
+					mu.Unlock()
+				case !errors.Is(err, ErrTaken):
+					t.Errorf("%s: %v", owner, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return winners
 }

@@ -143,34 +143,15 @@ func TestExecuteReservingConcurrentExactlyOneWins(t *testing.T) {
 	e := newEnv(t)
 	name := LoginStream(1, "fay")
 	nodes := []*Executor{e.executor(nil, Options{}), e.executor(nil, Options{}), e.executor(nil, Options{})}
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		winners []string
-	)
-	for n, x := range nodes {
-		for i := range 16 {
-			wg.Go(func() {
-				owner := fmt.Sprintf("counter-%d%02d", n+1, i)
-				_, handled, err := creating(e, x, name, owner, meta("r-"+owner))
-				if !handled {
-					err = x.Reserve(e.ctx, name, owner, meta("r-"+owner), nil)
-					if err == nil {
-						_, err = Execute(e.ctx, x, owner, counterDecider, any(create{Name: owner}), meta("r-"+owner))
-					}
-				}
-				switch {
-				case err == nil:
-					mu.Lock()
-					winners = append(winners, owner)
-					mu.Unlock()
-				case !errors.Is(err, ErrTaken):
-					t.Errorf("%s: %v", owner, err)
-				}
-			})
+	winners := raceForName(t, nodes, 16, "counter-", func(x *Executor, owner string) error {
+		_, handled, err := creating(e, x, name, owner, meta("r-"+owner))
+		if !handled {
+			if err = x.Reserve(e.ctx, name, owner, meta("r-"+owner), nil); err == nil {
+				_, err = Execute(e.ctx, x, owner, counterDecider, any(create{Name: owner}), meta("r-"+owner))
+			}
 		}
-	}
-	wg.Wait()
+		return err
+	})
 	if len(winners) != 1 {
 		t.Fatalf("winners %v, want exactly one", winners)
 	}
