@@ -102,6 +102,35 @@ func TestExecuteReservingAfterRelease(t *testing.T) {
 	}
 }
 
+// This process last saw the name free (it released it); another node has
+// taken it since. The stale state fails the append's expectation: nothing
+// is appended and Reserve, reading the stream, finds the holder.
+func TestExecuteReservingWithAStaleFreeName(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x, other := e.executor(nil, Options{}), e.executor(nil, Options{})
+	name := LoginStream(1, "hal")
+	if _, handled, err := creating(e, x, name, "counter-1", meta("r1")); !handled || err != nil {
+		t.Fatal(handled, err)
+	}
+	if err := x.Release(e.ctx, name, "counter-1", meta("r2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Reserve(e.ctx, name, "counter-2", meta("r3"), nil); err != nil {
+		t.Fatal(err)
+	}
+	head := e.head()
+	if _, handled, err := creating(e, x, name, "counter-3", meta("r4")); handled || err != nil {
+		t.Fatalf("stale free name: handled %v, err %v; want declined", handled, err)
+	}
+	if e.head() != head || len(e.read("counter-3")) != 0 {
+		t.Fatal("the declined create appended something")
+	}
+	if err := x.Reserve(e.ctx, name, "counter-3", meta("r5"), nil); !errors.Is(err, ErrTaken) {
+		t.Fatalf("Reserve after the decline: %v, want ErrTaken", err)
+	}
+}
+
 func TestExecuteReservingDeclines(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
