@@ -140,13 +140,14 @@ func (s *Store) stageErr(g *group, r *appendReq) error {
 	if done, err := s.retried(g, r); done || err != nil {
 		return err
 	}
-	firsts := make([]uint64, len(r.parts))
-	for i, p := range r.parts {
+	var few [4]uint64 // most requests have one or two parts: no allocation
+	firsts := few[:0]
+	for _, p := range r.parts {
 		first, err := s.firstRevision(g, p)
 		if err != nil {
 			return err
 		}
-		firsts[i] = first
+		firsts = append(firsts, first)
 	}
 	now := s.clock()
 	for i, p := range r.parts {

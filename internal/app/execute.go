@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"tvsm/domain"
 	"tvsm/eventstore"
@@ -48,11 +49,7 @@ type Result[S any] struct {
 // filled from the executor's clock when zero. How event ids are chosen, and
 // what a keyed retry does, is described in the package documentation.
 func Execute[S, C any](ctx context.Context, x *Executor, stream string, d domain.Decider[S, C], cmd C, meta RequestMeta) (Result[S], error) {
-	if meta.Now.IsZero() {
-		meta.Now = x.now()
-	} else {
-		meta.Now = meta.Now.UTC().Round(0)
-	}
+	meta.Now = x.commandTime(meta)
 	if err := eventstore.ValidateStreamName(stream); err != nil {
 		return Result[S]{}, opError("execute", stream, err)
 	}
@@ -157,19 +154,39 @@ func Execute[S, C any](ctx context.Context, x *Executor, stream string, d domain
 // stored the store answers with its result instead of storing twice. Each
 // resend counts as a failure towards MaxAttempts.
 func (x *Executor) appendResending(ctx context.Context, stream string, expect eventstore.Revision, data []eventstore.EventData, failures *int) (eventstore.AppendResult, error) {
+	var res eventstore.AppendResult
+	err := x.resending(ctx, failures, func() (err error) {
+		res, err = x.store.Append(ctx, stream, expect, data...)
+		return err
+	})
+	return res, err
+}
+
+// resending calls send, and again after a pause while its outcome is
+// unknown, counting each resend in failures up to MaxAttempts.
+func (x *Executor) resending(ctx context.Context, failures *int, send func() error) error {
 	for {
-		res, err := x.store.Append(ctx, stream, expect, data...)
+		err := send()
 		if err == nil || !outcomeUnknown(ctx, err) {
-			return res, err
+			return err
 		}
 		*failures++
 		if *failures >= x.opts.MaxAttempts {
-			return res, err
+			return err
 		}
 		if perr := x.pause(ctx, *failures); perr != nil {
-			return res, err
+			return err
 		}
 	}
+}
+
+// commandTime is the time a command is decided at: meta.Now in UTC without
+// a monotonic reading, or the executor's clock when it is zero.
+func (x *Executor) commandTime(meta RequestMeta) time.Time {
+	if meta.Now.IsZero() {
+		return x.now()
+	}
+	return meta.Now.UTC().Round(0)
 }
 
 // outcomeUnknown reports whether an append error leaves open whether the

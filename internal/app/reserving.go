@@ -29,11 +29,7 @@ func ExecuteReserving[S, C any](ctx context.Context, x *Executor, nameStream, ow
 	if !ok || meta.IdempotencyKey != "" || scopeFrom(ctx) != nil {
 		return Result[S]{}, false, nil
 	}
-	if meta.Now.IsZero() {
-		meta.Now = x.now()
-	} else {
-		meta.Now = meta.Now.UTC().Round(0)
-	}
+	meta.Now = x.commandTime(meta)
 	for _, stream := range []string{nameStream, owner} {
 		if err := eventstore.ValidateStreamName(stream); err != nil {
 			return Result[S]{}, true, opError("execute", stream, err)
@@ -115,17 +111,11 @@ func (x *Executor) lockBoth(ctx context.Context, a, b string) (func(), error) {
 // an unknown outcome sends the very same append again, which the store
 // answers with the original results if the first one was stored.
 func (x *Executor) appendMultiResending(ctx context.Context, multi eventstore.MultiAppender, parts ...eventstore.StreamAppend) ([]eventstore.AppendResult, error) {
-	for failures := 0; ; {
-		res, err := multi.AppendMulti(ctx, parts...)
-		if err == nil || !outcomeUnknown(ctx, err) {
-			return res, err
-		}
-		failures++
-		if failures >= x.opts.MaxAttempts {
-			return res, err
-		}
-		if perr := x.pause(ctx, failures); perr != nil {
-			return res, err
-		}
-	}
+	var res []eventstore.AppendResult
+	failures := 0
+	err := x.resending(ctx, &failures, func() (err error) {
+		res, err = multi.AppendMulti(ctx, parts...)
+		return err
+	})
+	return res, err
 }
