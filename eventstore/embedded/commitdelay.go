@@ -22,11 +22,11 @@ const DefaultCommitDelay = 300 * time.Microsecond
 // from a blocking syscall only after one to two of its ticks), so fewer,
 // larger groups leave more CPU for the requests themselves.
 //
-// A lone appender (the previous group held one append) is never delayed: its
-// next append would wait for nobody to join it.
+// A lone appender (no other append waiting for an fsync with it) is never
+// delayed: its next append would wait for nobody to join it.
 type commitDelay struct {
-	delay     time.Duration
-	lastGroup atomic.Int64 // appends in the previous group commit
+	delay   time.Duration
+	waiting atomic.Int64 // appends applied to pebble and not yet answered
 }
 
 func newCommitDelay(d time.Duration) *commitDelay {
@@ -39,11 +39,12 @@ func newCommitDelay(d time.Duration) *commitDelay {
 // interval is pebble's WALMinSyncInterval: how long after the previous
 // fsync the next one may start.
 func (c *commitDelay) interval() time.Duration {
-	if c.delay == 0 || c.lastGroup.Load() < 2 {
+	if c.delay == 0 || c.waiting.Load() < 2 {
 		return 0
 	}
 	return c.delay
 }
 
-// observe records the size of a group commit that has just been made durable.
-func (c *commitDelay) observe(appends int) { c.lastGroup.Store(int64(appends)) }
+// applied counts appends handed to pebble, answered takes them off again.
+func (c *commitDelay) applied(appends int)  { c.waiting.Add(int64(appends)) }
+func (c *commitDelay) answered(appends int) { c.waiting.Add(-int64(appends)) }

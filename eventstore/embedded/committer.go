@@ -28,15 +28,20 @@ type appendReq struct {
 
 // storeStats are counters for metrics and benchmarks.
 type storeStats struct {
-	groups  atomic.Uint64 // fsynced batches
+	groups  atomic.Uint64 // durable batches
 	appends atomic.Uint64 // acknowledged appends, idempotent no-ops included; an AppendMulti counts once
 }
 
 // Stats reports how many group commits and appends the store has done since
-// Open; appends/groups is the mean group size.
+// Open; appends/groups is the mean group size. Several groups can share
+// one fsync (see Fsyncs).
 func (s *Store) Stats() (groups, appends uint64) {
 	return s.stats.groups.Load(), s.stats.appends.Load()
 }
+
+// Fsyncs reports how many fsyncs pebble has made since Open, of its WAL and
+// of the other files it writes.
+func (s *Store) Fsyncs() uint64 { return s.fsyncs.Load() }
 
 // group is the state of one group commit while it is being staged: what the
 // batch already holds, so that later appends of the same group see earlier ones.
@@ -47,6 +52,8 @@ type group struct {
 	ids     map[eventstore.EventID]staged // event IDs staged in this group
 	waiting []pendingReply
 	buf     []byte // record encoding buffer, reused: pebble copies what it is given
+	applied bool   // the batch went to pebble and awaits its fsync
+	err     error  // why the batch could not be made durable
 }
 
 type staged struct {
@@ -62,9 +69,20 @@ type pendingReply struct {
 
 // commitLoop is the single writer. It blocks for one request, takes every
 // other request already waiting (up to MaxGroup), stages them into one batch
-// and fsyncs it once.
+// and applies it to pebble, then hands the group to syncLoop and goes on
+// with the next one while the first is fsynced: the staging of one group
+// overlaps the fsync of the one before, and pebble's WAL makes every batch
+// applied meanwhile durable with its next fsync.
+//
+// A group applied to pebble is visible to the committer's own checks at
+// once, so the next group is checked against it; readers see it only when
+// syncLoop has advanced the head past it.
 func (s *Store) commitLoop(last uint64) {
 	defer close(s.done)
+	synced := make(chan struct{})
+	go s.syncLoop(synced)
+	defer func() { <-synced }()
+	defer close(s.applied)
 	defer s.own.close()
 	next := last + 1
 	for {
@@ -85,32 +103,55 @@ func (s *Store) commitLoop(last uint64) {
 				break drain
 			}
 		}
-		next = s.commit(g)
+		next = s.apply(g)
 		s.maintainRecent()
 	}
 }
 
-// commit makes the group durable, then publishes the new head and replies. It
-// returns the next free position.
-func (s *Store) commit(g *group) uint64 {
-	defer g.batch.Close()
+// apply writes the group's batch to pebble without waiting for its fsync
+// and queues it for syncLoop, which replies in order. It returns the next
+// free position.
+func (s *Store) apply(g *group) uint64 {
 	if !g.batch.Empty() {
-		if err := g.batch.Commit(pebble.Sync); err != nil {
-			err = fmt.Errorf("embedded: commit failed, store needs a restart: %w", err)
-			s.broken.Store(&err)
-			s.log.Error("event store commit failed", "err", err)
-			for _, p := range g.waiting {
-				if p.err == nil {
-					p.err = err
-				}
-				p.req.done <- p.err
-			}
-			// Positions staged in the failed batch may or may not be on disk;
-			// the store refuses appends from now on, so next is never used.
-			return g.next
+		g.err = s.db.ApplyNoSyncWait(g.batch, pebble.Sync)
+		g.applied = g.err == nil
+	}
+	s.delay.applied(len(g.waiting))
+	s.applied <- g
+	// Positions staged in a failed batch may or may not be on disk; the
+	// store refuses appends from then on, so they are never used again.
+	return g.next
+}
+
+// syncLoop waits for the fsync of each applied group in the order they were
+// applied, then publishes the new head and replies. Every reply therefore
+// comes after the fsync of its own group and of all groups before it, even
+// for a request answered without writing (a retry of events staged in an
+// earlier group).
+func (s *Store) syncLoop(done chan<- struct{}) {
+	defer close(done)
+	for g := range s.applied {
+		s.settle(g)
+		s.delay.answered(len(g.waiting))
+	}
+}
+
+func (s *Store) settle(g *group) {
+	defer g.batch.Close()
+	if g.applied {
+		g.err = g.batch.SyncWait()
+	}
+	if g.err == nil {
+		if errp := s.broken.Load(); errp != nil {
+			g.err = *errp // an earlier group failed: this one is not acknowledged
 		}
+	}
+	if g.err != nil {
+		s.fail(g)
+		return
+	}
+	if g.applied {
 		s.stats.groups.Add(1)
-		s.delay.observe(len(g.waiting))
 		s.head.advance(g.next - 1)
 	}
 	for _, p := range g.waiting {
@@ -119,7 +160,24 @@ func (s *Store) commit(g *group) uint64 {
 		}
 		p.req.done <- p.err
 	}
-	return g.next
+}
+
+// fail marks the store broken by g's error (a failed fsync leaves the
+// on-disk state unknown; see fsyncgate) and answers every request of g with
+// its own error or that one.
+func (s *Store) fail(g *group) {
+	err := g.err
+	if s.broken.Load() == nil {
+		err = fmt.Errorf("embedded: commit failed, store needs a restart: %w", g.err)
+		s.broken.CompareAndSwap(nil, &err)
+		s.log.Error("event store commit failed", "err", err)
+	}
+	for _, p := range g.waiting {
+		if p.err == nil {
+			p.err = err
+		}
+		p.req.done <- p.err
+	}
 }
 
 // stage checks one request against the store and the group so far and, if

@@ -16,3 +16,12 @@ func WithSmallKeyFilters(o Options, n int) Options {
 // DroppedKeyFilters is how many recent-key filters the committer has
 // dropped after pebble flushed their keys.
 func (s *Store) DroppedKeyFilters() int64 { return s.recent.dropped.Load() }
+
+// Fsyncer makes a file's data, or data and metadata, durable.
+type Fsyncer = fsyncer
+
+// WithFsyncer makes the store's fsyncs go through f.
+func WithFsyncer(o Options, f Fsyncer) Options {
+	o.fsyncer = f
+	return o
+}
