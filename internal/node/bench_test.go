@@ -31,27 +31,12 @@ var benchClients = envInt("TVSM_BENCH_CLIENTS", 64)
 // tvsm's work (validation, durable append, read-your-writes) per request.
 func BenchmarkHTTPThroughput(b *testing.B) {
 	gin.SetMode(gin.ReleaseMode)
-	body := func(i int) map[string]any {
-		return map[string]any{
-			"login": "bench" + strconv.Itoa(i), "pin_md5": "0123456789abcdef0123456789abcdef",
-			"fullname": "Subscriber " + strconv.Itoa(i), "enabled": true, "contract_info": "contract " + strconv.Itoa(i),
-		}
-	}
+	body := accountBody
 
 	b.Run("gin-echo", func(b *testing.B) {
-		engine := gin.New()
-		engine.POST("/echo", func(c *gin.Context) {
-			var v map[string]any
-			if err := c.ShouldBindJSON(&v); err != nil {
-				c.AbortWithStatus(http.StatusBadRequest)
-				return
-			}
-			c.JSON(http.StatusOK, v)
-		})
-		srv := httptest.NewServer(engine)
-		defer srv.Close()
+		url := echoServer(b)
 		run(b, func(i int) (*http.Request, error) {
-			return jsonRequest(http.MethodPost, srv.URL+"/echo", body(i), "", "")
+			return jsonRequest(http.MethodPost, url, accountBody(i), "", "")
 		})
 	})
 
@@ -93,13 +78,84 @@ func BenchmarkHTTPThroughput(b *testing.B) {
 	})
 }
 
-// reportFsyncs reports the group commits (fsyncs) per request from the
-// call to the call of the function it returns.
+// BenchmarkCreateToEchoRatio is BenchmarkHTTPThroughput's account-create
+// against gin-echo, interleaved: slices of TVSM_BENCH_SLICE requests
+// (default 2000) go alternately to the echo server and to the node, and each
+// side's time is summed, so that a machine whose speed drifts during the run
+// (a VM's neighbours) slows both sides alike. It reports both rates and
+// their ratio.
+func BenchmarkCreateToEchoRatio(b *testing.B) {
+	gin.SetMode(gin.ReleaseMode)
+	echoURL := echoServer(b)
+	env := nodetest.Start(b)
+	provider := createProvider(b, env)
+	echo := func(i int) (*http.Request, error) {
+		return jsonRequest(http.MethodPost, echoURL, accountBody(i), "", "")
+	}
+	create := func(i int) (*http.Request, error) {
+		v := accountBody(i)
+		v["provider"] = provider
+		return jsonRequest(http.MethodPost, env.URL+"/api/provider/accounts", v, env.SuperLogin, env.SuperPassword)
+	}
+	echoClient, createClient := benchClient(), benchClient()
+	defer echoClient.CloseIdleConnections()
+	defer createClient.CloseIdleConnections()
+	slice := envInt("TVSM_BENCH_SLICE", 2000)
+	var echoTime, createTime time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; done += slice {
+		to := min(done+slice, b.N)
+		echoTime += timed(b, func() error { return fire(echoClient, done, to, echo) })
+		createTime += timed(b, func() error { return fire(createClient, done, to, create) })
+	}
+	b.StopTimer()
+	echoRate, createRate := float64(b.N)/echoTime.Seconds(), float64(b.N)/createTime.Seconds()
+	b.ReportMetric(echoRate, "echo-req/s")
+	b.ReportMetric(createRate, "create-req/s")
+	b.ReportMetric(createRate/echoRate, "create/echo")
+}
+
+// timed runs f and returns how long it took; it fails b if f fails.
+func timed(b *testing.B, f func() error) time.Duration {
+	start := time.Now()
+	if err := f(); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// accountBody is the JSON of account i, as a provider's billing would send
+// it.
+func accountBody(i int) map[string]any {
+	return map[string]any{
+		"login": "bench" + strconv.Itoa(i), "pin_md5": "0123456789abcdef0123456789abcdef",
+		"fullname": "Subscriber " + strconv.Itoa(i), "enabled": true, "contract_info": "contract " + strconv.Itoa(i),
+	}
+}
+
+// echoServer starts the bare gin handler the benchmarks compare against: it
+// decodes the JSON body and writes it back. It returns its URL.
+func echoServer(b *testing.B) string {
+	engine := gin.New()
+	engine.POST("/echo", func(c *gin.Context) {
+		var v map[string]any
+		if err := c.ShouldBindJSON(&v); err != nil {
+			c.AbortWithStatus(http.StatusBadRequest)
+			return
+		}
+		c.JSON(http.StatusOK, v)
+	})
+	srv := httptest.NewServer(engine)
+	b.Cleanup(srv.Close)
+	return srv.URL + "/echo"
+}
+
+// reportFsyncs reports the store's fsyncs per request from the call to the
+// call of the function it returns.
 func reportFsyncs(b *testing.B, env *nodetest.Env) func() {
-	groups, _ := env.Store.Stats()
+	fsyncs := env.Store.Fsyncs()
 	return func() {
-		now, _ := env.Store.Stats()
-		b.ReportMetric(float64(now-groups)/float64(b.N), "fsyncs/req")
+		b.ReportMetric(float64(env.Store.Fsyncs()-fsyncs)/float64(b.N), "fsyncs/req")
 	}
 }
 
@@ -140,7 +196,7 @@ func jsonRequest(method, url string, v any, login, password string) (*http.Reque
 // the timed ones), so that a node is measured in its steady state: its
 // store's WAL files recycled, caches warm.
 func run(b *testing.B, request func(i int) (*http.Request, error)) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients, MaxConnsPerHost: benchClients}}
+	client := benchClient()
 	defer client.CloseIdleConnections()
 	if warm := envInt("TVSM_BENCH_WARMUP", 0); warm > 0 {
 		if err := fire(client, b.N, b.N+warm, request); err != nil {
@@ -159,6 +215,11 @@ func run(b *testing.B, request func(i int) (*http.Request, error)) {
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/req")
+}
+
+// benchClient keeps one connection per benchmark client alive.
+func benchClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients, MaxConnsPerHost: benchClients}}
 }
 
 // fire sends the requests with indexes from to to from benchClients
