@@ -31,8 +31,6 @@ var benchClients = envInt("TVSM_BENCH_CLIENTS", 64)
 // tvsm's work (validation, durable append, read-your-writes) per request.
 func BenchmarkHTTPThroughput(b *testing.B) {
 	gin.SetMode(gin.ReleaseMode)
-	body := accountBody
-
 	b.Run("gin-echo", func(b *testing.B) {
 		url := echoServer(b)
 		run(b, func(i int) (*http.Request, error) {
@@ -45,7 +43,7 @@ func BenchmarkHTTPThroughput(b *testing.B) {
 		provider := createProvider(b, env)
 		defer reportFsyncs(b, env)()
 		run(b, func(i int) (*http.Request, error) {
-			v := body(i)
+			v := accountBody(i)
 			v["provider"] = provider
 			return jsonRequest(http.MethodPost, env.URL+"/api/provider/accounts", v, env.SuperLogin, env.SuperPassword)
 		})
@@ -57,7 +55,7 @@ func BenchmarkHTTPThroughput(b *testing.B) {
 		const accounts = 1000
 		ids := make([]int64, accounts)
 		for i := range ids {
-			v := body(i)
+			v := accountBody(i)
 			v["provider"] = provider
 			status, resp := env.Super(b, http.MethodPost, "/api/provider/accounts", v)
 			if status != http.StatusOK {
