@@ -113,7 +113,11 @@ func (s *Store) commitLoop(last uint64) {
 // free position.
 func (s *Store) apply(g *group) uint64 {
 	if !g.batch.Empty() {
-		g.err = s.db.ApplyNoSyncWait(g.batch, pebble.Sync)
+		if err := s.db.ApplyNoSyncWait(g.batch, pebble.Sync); err != nil {
+			// Broken at once, so that the committer stages nothing more
+			// behind a batch that is not in pebble.
+			g.err = s.markBroken(err)
+		}
 		g.applied = g.err == nil
 	}
 	s.delay.applied(len(g.waiting))
@@ -162,15 +166,24 @@ func (s *Store) settle(g *group) {
 	}
 }
 
+// markBroken makes the store refuse appends from now on because of cause
+// and returns the error it answers with.
+func (s *Store) markBroken(cause error) error {
+	err := fmt.Errorf("embedded: commit failed, store needs a restart: %w", cause)
+	if s.broken.CompareAndSwap(nil, &err) {
+		s.log.Error("event store commit failed", "err", err)
+		return err
+	}
+	return *s.broken.Load()
+}
+
 // fail marks the store broken by g's error (a failed fsync leaves the
 // on-disk state unknown; see fsyncgate) and answers every request of g with
 // its own error or that one.
 func (s *Store) fail(g *group) {
 	err := g.err
 	if s.broken.Load() == nil {
-		err = fmt.Errorf("embedded: commit failed, store needs a restart: %w", g.err)
-		s.broken.CompareAndSwap(nil, &err)
-		s.log.Error("event store commit failed", "err", err)
+		err = s.markBroken(err)
 	}
 	for _, p := range g.waiting {
 		if p.err == nil {
