@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,6 +83,58 @@ func BenchmarkAppend(b *testing.B) {
 			b.ReportMetric(float64(appends)/float64(max(groups, 1)), "appends/fsync")
 		})
 	}
+}
+
+// BenchmarkAppendCreate measures what an account create asks of the store:
+// one AppendMulti of a login reservation and a new account stream, from 64
+// concurrent appenders (as the HTTP benchmarks' clients), and reports the
+// process CPU time per append, which the committer's own work dominates.
+func BenchmarkAppendCreate(b *testing.B) {
+	s, err := embedded.Open(b.TempDir(), embedded.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	cpu := processCPU()
+	start := time.Now()
+	for range 64 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				login := "login-7-user" + strconv.Itoa(i)
+				owner := "account-" + strconv.Itoa(i+1)
+				_, err := s.AppendMulti(ctx,
+					eventstore.StreamAppend{Stream: login, Expect: eventstore.NoStream, Events: []eventstore.EventData{benchEvent("take", i)}},
+					eventstore.StreamAppend{Stream: owner, Expect: eventstore.NoStream, Events: []eventstore.EventData{benchEvent("create", i)}})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu = processCPU() - cpu
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "appends/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/append")
+}
+
+// processCPU is the CPU time the process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // replayEvents is the size of the log the replay benchmark reads; override
