@@ -5,15 +5,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"golang.org/x/crypto/bcrypt"
 
 	"tvsm/httpapi/wire"
 	"tvsm/internal/metrics"
+	"tvsm/internal/testutil"
 	"tvsm/internal/throttle"
 )
 
@@ -63,7 +62,7 @@ func serveBench(b *testing.B, h http.Handler, req *http.Request, body []byte, st
 	w := &benchWriter{header: http.Header{}}
 	reader := bytes.NewReader(nil)
 	b.ReportAllocs()
-	cpu := cpuTime(b)
+	cpu := testutil.ProcessCPU(b)
 	for b.Loop() {
 		clear(w.header)
 		w.status = 0
@@ -77,16 +76,7 @@ func serveBench(b *testing.B, h http.Handler, req *http.Request, body []byte, st
 	}
 	// CPU time (garbage collection included) is what the engine costs,
 	// and other load on the machine disturbs it less than ns/op.
-	b.ReportMetric(float64(cpuTime(b)-cpu)/float64(b.N), "cpu-ns/op")
-}
-
-// cpuTime is the CPU time, user and system, the process has used so far.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())
+	b.ReportMetric(float64(testutil.ProcessCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // benchEngine is the engine of a node: New's middleware and Basic

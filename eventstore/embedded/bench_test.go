@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
+	"tvsm/internal/testutil"
 )
 
 // benchPayload is a typical account event: about 200 bytes of JSON.
@@ -91,7 +91,7 @@ func appendConcurrently(b *testing.B, appenders int, appendOne func(i int) error
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
-	cpu := processCPU()
+	cpu := testutil.ProcessCPU(b)
 	start := time.Now()
 	for range appenders {
 		wg.Go(func() {
@@ -105,19 +105,10 @@ func appendConcurrently(b *testing.B, appenders int, appendOne func(i int) error
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu = processCPU() - cpu
+	cpu = testutil.ProcessCPU(b) - cpu
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "appends/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/append")
-}
-
-// processCPU is the CPU time the process has used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // replayEvents is the size of the log the replay benchmark reads; override

@@ -29,6 +29,7 @@ const DefaultCommitDelay = 300 * time.Microsecond
 // from 2 clients went from 1.9k to 3.0k/s and from 8 clients from 5.3k to
 // 6.2k/s; 64 clients, which keep the full delay, were unchanged
 // (docs/eventstore.md).
+//
 // A lone appender is never delayed: its next append would wait for nobody
 // to join it.
 type commitDelay struct {

@@ -11,13 +11,13 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"tvsm/internal/node/nodetest"
+	"tvsm/internal/testutil"
 )
 
 // benchClients is how many concurrent HTTP clients the throughput
@@ -202,11 +202,11 @@ func run(b *testing.B, request func(i int) (*http.Request, error)) {
 		}
 	}
 	b.ResetTimer()
-	cpu := processCPU()
+	cpu := testutil.ProcessCPU(b)
 	start := time.Now()
 	err := fire(client, 0, b.N, request)
 	elapsed := time.Since(start)
-	cpu = processCPU() - cpu
+	cpu = testutil.ProcessCPU(b) - cpu
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
@@ -263,15 +263,6 @@ func send(client *http.Client, i int, request func(i int) (*http.Request, error)
 		return fmt.Errorf("request %d: %d %s", i, resp.StatusCode, data)
 	}
 	return nil
-}
-
-// processCPU is the CPU time the process has used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func envInt(name string, def int) int {
