@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"sync"
+	"time"
 
 	"tvsm/eventstore"
 	"tvsm/internal/indexheap"
@@ -47,31 +48,48 @@ func (p *Progress) Advance(pos eventstore.Position) {
 // Wait blocks until everything up to pos has been applied (Position() is at or
 // after pos) and returns nil, or until ctx ends and returns its error.
 func (p *Progress) Wait(ctx context.Context, pos eventstore.Position) error {
+	_, err := p.WaitWithin(ctx, pos, 0)
+	return err
+}
+
+// WaitWithin is Wait for at most timeout (none when <= 0): it reports
+// false, with a nil error, when pos is still not applied by then. A timer
+// is made only when the caller has to wait; read-your-writes waits run on
+// every write, and a context with a deadline for each cost about 2% of an
+// account create's CPU (docs/benchmarks.md).
+func (p *Progress) WaitWithin(ctx context.Context, pos eventstore.Position, timeout time.Duration) (bool, error) {
 	p.mu.Lock()
 	if p.pos.Compare(pos) >= 0 {
 		p.mu.Unlock()
-		return nil
+		return true, nil
 	}
 	if err := ctx.Err(); err != nil {
 		p.mu.Unlock()
-		return err
+		return false, err
 	}
 	w := &waiter{pos: pos, done: make(chan struct{})}
 	p.waiters.Push(w)
 	p.mu.Unlock()
 
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case <-w.done:
-		return nil
+		return true, nil
 	case <-ctx.Done():
+	case <-expired:
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if w.index < 0 { // Advance satisfied it meanwhile
-		return nil
+		return true, nil
 	}
 	p.waiters.Remove(w)
-	return ctx.Err()
+	return false, ctx.Err()
 }
 
 // Waiters returns how many callers are blocked in Wait (for metrics).

@@ -74,6 +74,36 @@ func TestProgressWaitTimesOut(t *testing.T) {
 	}
 }
 
+func TestProgressWaitWithin(t *testing.T) {
+	var p Progress
+	p.Advance(pos(3))
+	// Given a position already applied, when waiting within a timeout, then
+	// it is applied at once.
+	if ok, err := p.WaitWithin(t.Context(), pos(3), time.Nanosecond); !ok || err != nil {
+		t.Fatalf("WaitWithin(applied) = %v, %v; want true, nil", ok, err)
+	}
+	// Given a position nobody applies, then the wait ends after the timeout,
+	// not applied and without an error, and leaves no waiter behind.
+	start := time.Now()
+	if ok, err := p.WaitWithin(t.Context(), pos(4), 20*time.Millisecond); ok || err != nil {
+		t.Fatalf("WaitWithin(never applied) = %v, %v; want false, nil", ok, err)
+	}
+	if d := time.Since(start); d < 15*time.Millisecond {
+		t.Errorf("WaitWithin returned after %v, before its timeout", d)
+	}
+	if n := p.Waiters(); n != 0 {
+		t.Errorf("Waiters = %d after the timeout, want 0", n)
+	}
+	// Given a position applied during the wait, then it is applied.
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		p.Advance(pos(5))
+	}()
+	if ok, err := p.WaitWithin(t.Context(), pos(5), testTimeout); !ok || err != nil {
+		t.Fatalf("WaitWithin(applied later) = %v, %v; want true, nil", ok, err)
+	}
+}
+
 func TestProgressNeverMovesBackwards(t *testing.T) {
 	var p Progress
 	p.Advance(pos(10))

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,9 +12,10 @@ import (
 const DefaultReadTimeout = 5 * time.Second
 
 // ProgressWaiter is what WaitApplied waits on; *projections.Progress
-// implements it.
+// implements it. WaitWithin waits until pos is applied (true), ctx ends (its
+// error) or timeout passes (false, nil).
 type ProgressWaiter interface {
-	Wait(ctx context.Context, pos eventstore.Position) error
+	WaitWithin(ctx context.Context, pos eventstore.Position, timeout time.Duration) (bool, error)
 }
 
 // WaitApplied blocks until the projection behind p has applied pos (a
@@ -30,11 +30,12 @@ func WaitApplied(ctx context.Context, p ProgressWaiter, pos eventstore.Position,
 	if timeout <= 0 {
 		timeout = DefaultReadTimeout
 	}
-	wctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrReadModelLag)
-	defer cancel()
-	err := p.Wait(wctx, pos)
-	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), ErrReadModelLag) {
+	applied, err := p.WaitWithin(ctx, pos, timeout)
+	if err != nil {
+		return err
+	}
+	if !applied {
 		return fmt.Errorf("%w: position %v not applied within %v", ErrReadModelLag, pos, timeout)
 	}
-	return err
+	return nil
 }
