@@ -284,7 +284,8 @@ func matchPrefix(prefixes []string, s string) bool {
 }
 
 // Batch is what a subscription delivers: zero or more events in log order and
-// how far the subscription has scanned.
+// how far the subscription has scanned. The events' Data and Metadata may be
+// shared with other subscribers: read them, never modify them.
 type Batch struct {
 	Events []RecordedEvent
 	// Checkpoint is the position up to which the log has been scanned,

@@ -51,9 +51,11 @@ type group struct {
 	heads   map[string]uint64             // stream → last revision staged in this group
 	ids     map[eventstore.EventID]staged // event IDs staged in this group
 	waiting []pendingReply
-	buf     []byte // record encoding buffer, reused: pebble copies what it is given
-	applied bool   // the batch went to pebble and awaits its fsync
-	err     error  // why the batch could not be made durable
+	buf     []byte                     // record encoding buffer, reused: pebble copies what it is given
+	tail    []eventstore.RecordedEvent // the staged events, for the tail once durable
+	index   *indexWrites               // the staged index keys, for the batch at apply (the committer's, reused)
+	applied bool                       // the batch went to pebble and awaits its fsync
+	err     error                      // why the batch could not be made durable
 }
 
 type staged struct {
@@ -85,6 +87,7 @@ func (s *Store) commitLoop(last uint64) {
 	defer close(s.applied)
 	defer s.own.close()
 	next := last + 1
+	index := new(indexWrites)
 	for {
 		var first *appendReq
 		select {
@@ -92,7 +95,7 @@ func (s *Store) commitLoop(last uint64) {
 		case <-s.closing:
 			return
 		}
-		g := &group{batch: s.db.NewBatch(), next: next, heads: map[string]uint64{}, ids: map[eventstore.EventID]staged{}}
+		g := &group{batch: s.db.NewBatch(), next: next, heads: map[string]uint64{}, ids: map[eventstore.EventID]staged{}, index: index}
 		s.stage(g, first)
 	drain:
 		for len(g.waiting) < s.maxGrp {
@@ -112,6 +115,7 @@ func (s *Store) commitLoop(last uint64) {
 // and queues it for syncLoop, which replies in order. It returns the next
 // free position.
 func (s *Store) apply(g *group) uint64 {
+	g.index.writeTo(g.batch)
 	if !g.batch.Empty() {
 		if err := s.db.ApplyNoSyncWait(g.batch, pebble.Sync); err != nil {
 			// Broken at once, so that the committer stages nothing more
@@ -156,6 +160,7 @@ func (s *Store) settle(g *group) {
 	}
 	if g.applied {
 		s.stats.groups.Add(1)
+		s.tail.add(g.tail)
 		s.head.advance(g.next - 1)
 	}
 	for _, p := range g.waiting {
@@ -250,22 +255,21 @@ func (s *Store) firstRevision(g *group, p eventstore.StreamAppend) (uint64, erro
 // stagePart adds p's events to the batch at the next positions, the first
 // at revision rev of its stream.
 func (s *Store) stagePart(g *group, p eventstore.StreamAppend, rev uint64, now time.Time) eventstore.AppendResult {
+	created := time.Unix(0, now.UnixNano()).UTC() // as a decoded record has it
 	for _, e := range p.Events {
 		pos := g.next
 		g.next++
 		g.buf = appendRecord(g.buf[:0], p.Stream, rev, now, e)
-		_ = g.batch.Set(eventKey(pos), g.buf, nil)
-		_ = g.batch.Set(streamKey(p.Stream, rev), encodePos(pos), nil)
-		ik := idKey(e.ID)
-		_ = g.batch.Set(ik, encodePos(pos), nil)
-		s.recent.add(ik)
+		g.tail = append(g.tail, s.tailEvent(p.Stream, rev, pos, created, e))
+		var ek [9]byte
+		_ = g.batch.Set(appendEventKey(ek[:0], pos), g.buf, nil)
+		g.index.set(appendStreamKey(g.index.key(), p.Stream, rev), pos)
+		s.recent.add(g.index.set(appendIDKey(g.index.key(), e.ID), pos))
 		g.ids[e.ID] = staged{stream: p.Stream, rev: rev, pos: pos}
 		g.heads[p.Stream] = rev
 		rev++
 	}
-	hk := headKey(p.Stream)
-	_ = g.batch.Set(hk, encodePos(rev-1), nil)
-	s.recent.add(hk)
+	s.recent.add(g.index.set(appendHeadKey(g.index.key(), p.Stream), rev-1))
 	last := g.next - 1
 	return eventstore.AppendResult{NextExpected: rev - 1, Position: eventstore.Position{Commit: last, Prepare: last}}
 }
@@ -373,4 +377,23 @@ func (s *Store) currentRevision(g *group, stream string) (uint64, bool, error) {
 		return rev, true, nil
 	}
 	return s.streamHead(stream, &s.own)
+}
+
+// tailEvent is event e as a subscriber reads it back from the log, with its
+// payload copied: the caller's buffers are not the store's to keep.
+func (s *Store) tailEvent(stream string, rev, pos uint64, created time.Time, e eventstore.EventData) eventstore.RecordedEvent {
+	r := eventstore.RecordedEvent{
+		ID: e.ID, Stream: stream, Revision: rev, Type: e.Type, Created: created,
+		Position: eventstore.Position{Commit: pos, Prepare: pos},
+	}
+	payload := s.tailArena.alloc(len(e.Data) + len(e.Metadata))
+	copy(payload, e.Data)
+	copy(payload[len(e.Data):], e.Metadata)
+	if len(e.Data) > 0 {
+		r.Data = payload[:len(e.Data):len(e.Data)]
+	}
+	if len(e.Metadata) > 0 {
+		r.Metadata = payload[len(e.Data):]
+	}
+	return r
 }

@@ -27,11 +27,12 @@ const (
 	kindMeta   = 'm'
 )
 
-func eventKey(pos uint64) []byte {
-	k := make([]byte, 9)
-	k[0] = kindEvent
-	binary.BigEndian.PutUint64(k[1:], pos)
-	return k
+func eventKey(pos uint64) []byte { return appendEventKey(make([]byte, 0, 9), pos) }
+
+// appendEventKey appends eventKey(pos) to dst.
+func appendEventKey(dst []byte, pos uint64) []byte {
+	dst = append(dst, kindEvent)
+	return binary.BigEndian.AppendUint64(dst, pos)
 }
 
 // eventKeyPos returns the position encoded in an event key.
@@ -51,6 +52,14 @@ func streamKey(stream string, rev uint64) []byte {
 	return binary.BigEndian.AppendUint64(streamPrefix(stream), rev)
 }
 
+// appendStreamKey appends streamKey(stream, rev) to dst.
+func appendStreamKey(dst []byte, stream string, rev uint64) []byte {
+	dst = append(dst, kindStream)
+	dst = append(dst, stream...)
+	dst = append(dst, 0)
+	return binary.BigEndian.AppendUint64(dst, rev)
+}
+
 // streamUpperBound is the smallest key after every index key of stream.
 func streamUpperBound(stream string) []byte {
 	k := streamPrefix(stream)
@@ -58,19 +67,22 @@ func streamUpperBound(stream string) []byte {
 	return k
 }
 
-func idKey(id eventstore.EventID) []byte {
-	k := make([]byte, 17)
-	k[0] = kindID
-	copy(k[1:], id[:])
-	return k
+func idKey(id eventstore.EventID) []byte { return appendIDKey(make([]byte, 0, 17), id) }
+
+// appendIDKey appends idKey(id) to dst.
+func appendIDKey(dst []byte, id eventstore.EventID) []byte {
+	dst = append(dst, kindID)
+	return append(dst, id[:]...)
 }
 
 func metaKey(name string) []byte { return append([]byte{kindMeta}, name...) }
 
 func encodePos(pos uint64) []byte { return binary.BigEndian.AppendUint64(nil, pos) }
 
-func headKey(stream string) []byte {
-	k := make([]byte, 0, len(stream)+1)
-	k = append(k, kindHead)
-	return append(k, stream...)
+func headKey(stream string) []byte { return appendHeadKey(make([]byte, 0, len(stream)+1), stream) }
+
+// appendHeadKey appends headKey(stream) to dst.
+func appendHeadKey(dst []byte, stream string) []byte {
+	dst = append(dst, kindHead)
+	return append(dst, stream...)
 }

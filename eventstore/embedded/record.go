@@ -43,8 +43,13 @@ var errCorruptRecord = errors.New("embedded: corrupt event record")
 type decoder struct {
 	types      map[string]string
 	lastStream string
-	arena      []byte // payloads are carved from here
-	chunk      int    // size of the last arena chunk
+	arena      arena // payloads are carved from here
+}
+
+// arena hands out payload buffers carved from larger chunks.
+type arena struct {
+	free  []byte // the rest of the current chunk
+	chunk int    // size of the last chunk
 }
 
 // Payloads are carved from arena chunks that start small (a ReadStream of
@@ -59,16 +64,16 @@ const (
 
 // alloc returns n bytes for a payload, capped so that appending to one
 // event's Data cannot overwrite the next event's.
-func (d *decoder) alloc(n int) []byte {
+func (a *arena) alloc(n int) []byte {
 	if n > maxArena/8 {
 		return make([]byte, n)
 	}
-	if len(d.arena) < n {
-		d.chunk = min(max(2*d.chunk, minArena), maxArena)
-		d.arena = make([]byte, max(d.chunk, n))
+	if len(a.free) < n {
+		a.chunk = min(max(2*a.chunk, minArena), maxArena)
+		a.free = make([]byte, max(a.chunk, n))
 	}
-	b := d.arena[:n:n]
-	d.arena = d.arena[n:]
+	b := a.free[:n:n]
+	a.free = a.free[n:]
 	return b
 }
 
@@ -108,7 +113,7 @@ func (d *decoder) decode(pos uint64, v []byte) (eventstore.RecordedEvent, error)
 		}
 	}
 	e.Type = t
-	payload := d.alloc(len(data) + len(meta))
+	payload := d.arena.alloc(len(data) + len(meta))
 	copy(payload, data)
 	copy(payload[len(data):], meta)
 	if len(data) > 0 {

@@ -73,6 +73,9 @@ type Store struct {
 	done    chan struct{} // closed when the committer has exited
 	once    sync.Once
 	head    headNotifier
+	tail    tail // the newest durable events, for live subscriptions
+	// tailArena holds the payloads of tail events; only the committer uses it.
+	tailArena arena
 	// broken holds the error that made the store refuse further appends (a
 	// failed fsync leaves the on-disk state unknown; see fsyncgate).
 	broken atomic.Pointer[error]

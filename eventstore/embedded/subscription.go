@@ -106,8 +106,19 @@ func (sub *subscription) Recv(ctx context.Context) (eventstore.Batch, error) {
 
 // scan reads events after sub.after up to head (inclusive), keeping those the
 // filter selects, until a batch limit is reached. It returns how many events
-// it scanned.
+// it scanned. A live subscription takes them from the store's tail; one
+// further behind reads pebble.
 func (sub *subscription) scan(ctx context.Context, head uint64) (eventstore.Batch, int, error) {
+	if events, last, ok := sub.s.tail.read(sub.after, head, sub.filter); ok {
+		scanned := int(last - sub.after)
+		sub.after = last
+		return eventstore.Batch{Events: events, Checkpoint: eventstore.Position{Commit: last, Prepare: last}}, scanned, nil
+	}
+	return sub.scanLog(ctx, head)
+}
+
+// scanLog is scan from pebble.
+func (sub *subscription) scanLog(ctx context.Context, head uint64) (eventstore.Batch, int, error) {
 	it, err := sub.s.db.NewIterWithContext(ctx, &pebble.IterOptions{
 		LowerBound: eventKey(sub.after + 1),
 		UpperBound: eventKey(head + 1),

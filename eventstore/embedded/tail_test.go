@@ -1,0 +1,126 @@
+package embedded
+
+import (
+	"fmt"
+	"testing"
+
+	"tvsm/eventstore"
+)
+
+// tailEvents of n events from position first, in streams "a-…" and "b-…"
+// alternately, with payload bytes each.
+func tailRun(first uint64, n, bytes int) []eventstore.RecordedEvent {
+	out := make([]eventstore.RecordedEvent, n)
+	for i := range out {
+		pos := first + uint64(i)
+		out[i] = eventstore.RecordedEvent{
+			Stream: fmt.Sprintf("%c-%d", "ab"[i%2], pos), Type: "T.v1",
+			Position: eventstore.Position{Commit: pos, Prepare: pos}, Data: make([]byte, bytes),
+		}
+	}
+	return out
+}
+
+func positions(events []eventstore.RecordedEvent) []uint64 {
+	out := make([]uint64, len(events))
+	for i, e := range events {
+		out[i] = e.Position.Commit
+	}
+	return out
+}
+
+func wantRange(t *testing.T, got []eventstore.RecordedEvent, from, to uint64) {
+	t.Helper()
+	if len(got) != int(to-from+1) || got[0].Position.Commit != from || got[len(got)-1].Position.Commit != to {
+		t.Fatalf("events at %v, want %d..%d", positions(got), from, to)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Position.Commit != got[i-1].Position.Commit+1 {
+			t.Fatalf("events at %v: not consecutive", positions(got))
+		}
+	}
+}
+
+func TestTailReadsWithinAndAcrossGroups(t *testing.T) {
+	var tl tail
+	tl.add(tailRun(1, 3, 10)) // 1..3
+	tl.add(tailRun(4, 2, 10)) // 4..5
+	tl.add(tailRun(6, 4, 10)) // 6..9
+
+	// Given a subscriber at 3, when it reads up to head 5, then it gets the
+	// second group, shared with the tail and capped so that it cannot
+	// append into it.
+	got, last, ok := tl.read(3, 5, eventstore.Filter{})
+	if !ok || last != 5 {
+		t.Fatalf("read(3, 5) = last %d, ok %v", last, ok)
+	}
+	wantRange(t, got, 4, 5)
+	if cap(got) != len(got) {
+		t.Errorf("cap %d > len %d: an append by a subscriber would write into the tail", cap(got), len(got))
+	}
+	// Across groups, and stopping at the head inside a group.
+	got, last, _ = tl.read(1, 7, eventstore.Filter{})
+	wantRange(t, got, 2, 7)
+	if last != 7 {
+		t.Errorf("last = %d, want 7", last)
+	}
+	// A filter keeps matching events only, but reports how far it looked.
+	got, last, ok = tl.read(0, 9, eventstore.Filter{StreamPrefixes: []string{"b-"}})
+	if !ok || last != 9 {
+		t.Fatalf("filtered read: last %d, ok %v", last, ok)
+	}
+	for _, e := range got {
+		if e.Stream[0] != 'b' {
+			t.Fatalf("filtered read returned %s", e.Stream)
+		}
+	}
+	if len(got) != 4 { // b-2, b-4 (group 1: a,b,a; group 2: a,b; group 3: a,b,a,b)
+		t.Errorf("filtered read: %d events at %v, want 4", len(got), positions(got))
+	}
+	// Positions the tail does not hold send the reader to pebble.
+	for _, after := range []uint64{9, 10} {
+		if _, _, ok := tl.read(after, 9, eventstore.Filter{}); ok {
+			t.Errorf("read(%d) ok with the tail ending at 9", after)
+		}
+	}
+}
+
+func TestTailDropsOldGroupsAndStartsOverAfterAGap(t *testing.T) {
+	var tl tail
+	pos := uint64(1)
+	for range tailEvents / 100 * 2 { // twice the event bound, in groups of 100
+		tl.add(tailRun(pos, 100, 1))
+		pos += 100
+	}
+	if tl.events > tailEvents {
+		t.Fatalf("tail holds %d events, bound %d", tl.events, tailEvents)
+	}
+	if _, _, ok := tl.read(0, pos-1, eventstore.Filter{}); ok {
+		t.Error("the oldest events are still readable after twice the bound was added")
+	}
+	got, _, ok := tl.read(pos-51, pos-1, eventstore.Filter{})
+	if !ok {
+		t.Fatal("the newest events are not readable")
+	}
+	wantRange(t, got, pos-50, pos-1)
+
+	// Bytes bound: a group of large events pushes out the older ones.
+	big := tailRun(pos, 3, tailBytes/2)
+	tl.add(big)
+	if tl.bytes > tailBytes && len(tl.segments) > 1 {
+		t.Fatalf("tail holds %d bytes in %d groups, bound %d", tl.bytes, len(tl.segments), tailBytes)
+	}
+	pos += 3
+
+	// A group that does not follow the newest event (it cannot happen:
+	// groups are added in order) empties the tail rather than leave a hole.
+	tl.add(tailRun(pos+10, 2, 1))
+	if _, _, ok := tl.read(pos-2, pos+11, eventstore.Filter{}); ok {
+		t.Error("read across a gap succeeded")
+	}
+	got, _, ok = tl.read(pos+9, pos+11, eventstore.Filter{})
+	if !ok {
+		t.Fatal("the group after the gap is not readable")
+	}
+	wantRange(t, got, pos+10, pos+11)
+}
