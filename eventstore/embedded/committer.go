@@ -51,7 +51,7 @@ type group struct {
 	heads   map[string]uint64             // stream → last revision staged in this group
 	ids     map[eventstore.EventID]staged // event IDs staged in this group
 	waiting []pendingReply
-	buf     []byte                     // record encoding buffer, reused: pebble copies what it is given
+	buf     []byte                     // record encoding buffer (the committer's, reused: pebble copies what it is given)
 	tail    []eventstore.RecordedEvent // the staged events, for the tail once durable
 	index   *indexWrites               // the staged index keys, for the batch at apply (the committer's, reused)
 	applied bool                       // the batch went to pebble and awaits its fsync
@@ -87,7 +87,12 @@ func (s *Store) commitLoop(last uint64) {
 	defer close(s.applied)
 	defer s.own.close()
 	next := last + 1
+	// What only staging uses is reused from group to group; what syncLoop
+	// uses (replies, tail events) is sized like the group before.
 	index := new(indexWrites)
+	heads, ids := map[string]uint64{}, map[eventstore.EventID]staged{}
+	var lastReplies, lastEvents int
+	var buf []byte
 	for {
 		var first *appendReq
 		select {
@@ -95,7 +100,13 @@ func (s *Store) commitLoop(last uint64) {
 		case <-s.closing:
 			return
 		}
-		g := &group{batch: s.db.NewBatch(), next: next, heads: map[string]uint64{}, ids: map[eventstore.EventID]staged{}, index: index}
+		if len(ids) > 1024 { // clear costs what the map once held
+			heads, ids = map[string]uint64{}, map[eventstore.EventID]staged{}
+		}
+		clear(heads)
+		clear(ids)
+		g := &group{batch: s.db.NewBatch(), next: next, heads: heads, ids: ids, index: index, buf: buf[:0],
+			waiting: make([]pendingReply, 0, lastReplies), tail: make([]eventstore.RecordedEvent, 0, lastEvents)}
 		s.stage(g, first)
 	drain:
 		for len(g.waiting) < s.maxGrp {
@@ -106,6 +117,7 @@ func (s *Store) commitLoop(last uint64) {
 				break drain
 			}
 		}
+		lastReplies, lastEvents, buf = len(g.waiting), len(g.tail), g.buf
 		next = s.apply(g)
 		s.maintainRecent()
 	}

@@ -78,9 +78,9 @@ func (t *tail) add(events []eventstore.RecordedEvent) {
 // read returns the events after position after, up to head (inclusive),
 // that filter selects, at most maxBatchEvents of them. last is the position
 // of the last event it looked at. ok is false when the tail does not hold
-// the event right after after: the caller reads pebble instead. Unfiltered
-// events within one segment are a slice of it; only a batch that spans
-// segments, or is filtered, is copied.
+// the event right after after: the caller reads pebble instead. Events of
+// one segment that the filter all selects are a slice of it; a batch is
+// copied only when it spans segments or the filter drops some events.
 func (t *tail) read(after, head uint64, filter eventstore.Filter) (events []eventstore.RecordedEvent, last uint64, ok bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
@@ -94,33 +94,52 @@ func (t *tail) read(after, head uint64, filter eventstore.Filter) (events []even
 	}
 	filtered := len(filter.StreamPrefixes) > 0 || len(filter.EventTypePrefixes) > 0
 	last = after
-	spans := 0
+	copied := false // events is a copy the caller owns, not a slice of a segment
 	for ; i < len(t.segments) && last < head; i++ {
 		seg := t.segments[i]
 		from := last + 1 - seg.first()
 		to := min(uint64(len(seg.events)), head-seg.first()+1, from+uint64(maxBatchEvents-len(events)))
 		window := seg.events[from:to:to]
 		last = seg.first() + to - 1
+		if filtered {
+			window = matching(window, filter)
+		}
 		switch {
-		case filtered:
-			for _, e := range window {
-				if filter.Match(e.Stream, e.Type) {
-					events = append(events, e)
-				}
-			}
-		case spans == 0:
+		case len(window) == 0:
+		case len(events) == 0:
 			events = window
-		case spans == 1:
+		case !copied:
 			events = append(append(make([]eventstore.RecordedEvent, 0, len(events)+len(window)), events...), window...)
+			copied = true
 		default:
 			events = append(events, window...)
 		}
-		spans++
 		if len(events) >= maxBatchEvents {
 			break
 		}
 	}
 	return events, last, true
+}
+
+// matching returns the events of window that filter selects: window
+// itself when it selects all of them, else a copy of exactly those.
+func matching(window []eventstore.RecordedEvent, filter eventstore.Filter) []eventstore.RecordedEvent {
+	n := 0
+	for _, e := range window {
+		if filter.Match(e.Stream, e.Type) {
+			n++
+		}
+	}
+	if n == len(window) || n == 0 {
+		return window[:n]
+	}
+	out := make([]eventstore.RecordedEvent, 0, n)
+	for _, e := range window {
+		if filter.Match(e.Stream, e.Type) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func payload(e eventstore.RecordedEvent) int { return len(e.Data) + len(e.Metadata) }
