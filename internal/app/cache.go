@@ -1,7 +1,6 @@
 package app
 
 import (
-	"container/list"
 	"sync"
 
 	"tvsm/eventstore"
@@ -18,25 +17,33 @@ type snapshot struct {
 	pos    eventstore.Position
 }
 
-// stateCache is a bounded least-recently-used map from stream to snapshot.
+// stateCache is a bounded map from stream to snapshot that evicts with the
+// CLOCK algorithm: entries sit in a ring, a use marks an entry, and the hand
+// that looks for a victim spares each marked entry once, unmarking it. That
+// approximates least-recently-used without moving a list element on every
+// use or allocating one per entry: every account create puts two streams,
+// and the container/list LRU this replaced cost about 3 µs of its CPU.
 // A nil *stateCache (cache disabled) holds nothing.
 type stateCache struct {
 	mu    sync.Mutex
 	max   int
-	order *list.List // front = most recently used; values are *cacheItem
-	items map[string]*list.Element
+	items map[string]int // stream → index in ring
+	ring  []cacheSlot    // grows to max, then slots are reused
+	free  []int          // ring slots emptied by drop
+	hand  int            // next slot the eviction sweep looks at
 }
 
-type cacheItem struct {
-	stream string
+type cacheSlot struct {
+	stream string // "" when free
 	snap   snapshot
+	used   bool // used since the hand last passed
 }
 
 func newStateCache(max int) *stateCache {
 	if max < 0 {
 		return nil
 	}
-	return &stateCache{max: max, order: list.New(), items: make(map[string]*list.Element)}
+	return &stateCache{max: max, items: make(map[string]int)}
 }
 
 func (c *stateCache) get(stream string) (snapshot, bool) {
@@ -45,35 +52,55 @@ func (c *stateCache) get(stream string) (snapshot, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.items[stream]
+	i, ok := c.items[stream]
 	if !ok {
 		return snapshot{}, false
 	}
-	c.order.MoveToFront(el)
-	return el.Value.(*cacheItem).snap, true
+	c.ring[i].used = true
+	return c.ring[i].snap, true
 }
 
 // put stores snap unless the cache already holds a newer revision of the
 // stream (a concurrent caller got further).
 func (c *stateCache) put(stream string, snap snapshot) {
-	if c == nil || !snap.exists {
+	if c == nil || !snap.exists || c.max == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.items[stream]; ok {
-		it := el.Value.(*cacheItem)
-		if it.snap.rev <= snap.rev {
-			it.snap = snap
+	if i, ok := c.items[stream]; ok {
+		if c.ring[i].snap.rev <= snap.rev {
+			c.ring[i].snap = snap
 		}
-		c.order.MoveToFront(el)
+		c.ring[i].used = true
 		return
 	}
-	c.items[stream] = c.order.PushFront(&cacheItem{stream: stream, snap: snap})
-	for c.order.Len() > c.max {
-		old := c.order.Back()
-		c.order.Remove(old)
-		delete(c.items, old.Value.(*cacheItem).stream)
+	var i int
+	switch {
+	case len(c.free) > 0:
+		i = c.free[len(c.free)-1]
+		c.free = c.free[:len(c.free)-1]
+	case len(c.ring) < c.max:
+		c.ring = append(c.ring, cacheSlot{})
+		i = len(c.ring) - 1
+	default:
+		i = c.victim()
+		delete(c.items, c.ring[i].stream)
+	}
+	c.ring[i] = cacheSlot{stream: stream, snap: snap}
+	c.items[stream] = i
+}
+
+// victim moves the hand to the first slot not used since it last passed,
+// unmarking the used ones on its way, and returns that slot.
+func (c *stateCache) victim() int {
+	for {
+		i := c.hand
+		c.hand = (c.hand + 1) % len(c.ring)
+		if !c.ring[i].used {
+			return i
+		}
+		c.ring[i].used = false
 	}
 }
 
@@ -83,9 +110,10 @@ func (c *stateCache) drop(stream string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.items[stream]; ok {
-		c.order.Remove(el)
+	if i, ok := c.items[stream]; ok {
 		delete(c.items, stream)
+		c.ring[i] = cacheSlot{}
+		c.free = append(c.free, i)
 	}
 }
 
@@ -95,5 +123,5 @@ func (c *stateCache) len() int {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.order.Len()
+	return len(c.items)
 }

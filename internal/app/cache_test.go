@@ -5,13 +5,13 @@ import (
 	"testing"
 )
 
-func TestStateCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
+func TestStateCacheEvictsWhatWasNotUsedSinceTheHandPassed(t *testing.T) {
 	c := newStateCache(3)
 	put := func(stream string, rev uint64) { c.put(stream, snapshot{state: stream, exists: true, rev: rev}) }
 	for i := range 3 {
 		put(fmt.Sprint("s", i), 1)
 	}
-	c.get("s0") // s1 is now the least recently used
+	c.get("s0") // s0 is spared once; s1, not used since it was put, goes first
 	put("s3", 1)
 	put("s4", 1) // evicts s2
 	if c.len() != 3 {
@@ -32,5 +32,26 @@ func TestStateCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 	c.drop("s3")
 	if _, ok := c.get("s3"); ok || c.len() != 2 {
 		t.Fatalf("s3 still cached after drop (len %d)", c.len())
+	}
+}
+
+func TestStateCacheKeepsAStreamInUseAmongOneOffs(t *testing.T) {
+	c := newStateCache(10)
+	put := func(stream string) { c.put(stream, snapshot{state: stream, exists: true, rev: 1}) }
+	put("hot")
+	for i := range 1000 {
+		put(fmt.Sprint("once-", i))
+		if _, ok := c.get("hot"); !ok {
+			t.Fatalf("the stream used between every put was evicted after %d puts", i+1)
+		}
+		if c.len() > 10 {
+			t.Fatalf("len %d > max 10", c.len())
+		}
+	}
+	// A dropped stream's slot is reused: the cache stays at its bound.
+	c.drop("hot")
+	put("again")
+	if _, ok := c.get("again"); !ok || c.len() != 10 {
+		t.Fatalf("after drop and put: again cached %v, len %d; want true, 10", ok, c.len())
 	}
 }

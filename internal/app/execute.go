@@ -54,11 +54,11 @@ func Execute[S, C any](ctx context.Context, x *Executor, stream string, d domain
 		return Result[S]{}, opError("execute", stream, err)
 	}
 	nm := naming(ctx, stream, cmd, meta)
-	unlock, err := x.locks.lock(ctx, stream)
+	held, err := x.locks.lock(ctx, stream)
 	if err != nil {
 		return Result[S]{}, opError("execute", stream, err)
 	}
-	defer unlock()
+	defer held.unlock()
 
 	l := &loader[S, C]{x: x, stream: stream, d: d}
 	if nm.keyed {

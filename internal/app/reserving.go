@@ -35,11 +35,11 @@ func ExecuteReserving[S, C any](ctx context.Context, x *Executor, nameStream, ow
 			return Result[S]{}, true, opError("execute", stream, err)
 		}
 	}
-	unlock, err := x.lockBoth(ctx, nameStream, owner)
+	locks, err := x.lockBoth(ctx, nameStream, owner)
 	if err != nil {
 		return Result[S]{}, true, opError("execute", owner, err)
 	}
-	defer unlock()
+	defer locks.unlock()
 
 	// The reservation's state as this process knows it, unverified: the
 	// append's expectation checks it. A name never seen is taken as free
@@ -91,20 +91,28 @@ func ExecuteReserving[S, C any](ctx context.Context, x *Executor, nameStream, ow
 
 // lockBoth takes the in-process locks of two streams, always in the same
 // order so that two callers locking the same pair cannot deadlock.
-func (x *Executor) lockBoth(ctx context.Context, a, b string) (func(), error) {
+func (x *Executor) lockBoth(ctx context.Context, a, b string) (bothLocks, error) {
 	if b < a {
 		a, b = b, a
 	}
-	unlockA, err := x.locks.lock(ctx, a)
+	first, err := x.locks.lock(ctx, a)
 	if err != nil {
-		return nil, err
+		return bothLocks{}, err
 	}
-	unlockB, err := x.locks.lock(ctx, b)
+	second, err := x.locks.lock(ctx, b)
 	if err != nil {
-		unlockA()
-		return nil, err
+		first.unlock()
+		return bothLocks{}, err
 	}
-	return func() { unlockB(); unlockA() }, nil
+	return bothLocks{first, second}, nil
+}
+
+// bothLocks are the two locks lockBoth took.
+type bothLocks struct{ first, second heldLock }
+
+func (b bothLocks) unlock() {
+	b.second.unlock()
+	b.first.unlock()
 }
 
 // appendMultiResending is appendResending for an atomic multi-stream append:
