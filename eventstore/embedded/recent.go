@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"hash/maphash"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
@@ -24,7 +25,7 @@ import (
 // older filters are in sstables and those filters are dropped.
 const (
 	recentGenKeys = 1 << 20
-	bloomBitsKey  = 10 // bits per key: about 1% false positives with 7 probes
+	bloomBitsKey  = 10 // bits per key: about 1% false positives with 7 probes in 512-bit blocks
 	bloomProbes   = 7
 )
 
@@ -180,34 +181,48 @@ func (d *durableIter) close() {
 
 func isNotFound(err error) bool { return errors.Is(err, pebble.ErrNotFound) }
 
-// bloomGen is a fixed-size bloom filter over 64-bit hashes (double hashing).
+// bloomGen is a fixed-size blocked bloom filter over 64-bit hashes: a key's
+// probes all fall in one 512-bit block (a cache line), chosen by the hash's
+// high bits. A plain bloom filter put each of its 7 probes in a random
+// cache line of a 1.25 MiB filter, and every account create adds 4 keys and
+// looks up 4: blocking makes that one cache miss per key instead of seven,
+// and the block comes from a multiplication instead of seven divisions. The
+// false-positive rate stays about 1% (bloom_test.go measures it); a false
+// positive costs one pebble Get.
 type bloomGen struct {
-	bits []uint64
-	m    uint64 // number of bits
-	n    int    // keys added
+	blocks [][8]uint64
+	n      int // keys added
 }
 
 func newBloomGen(keys int) *bloomGen {
-	m := uint64(keys * bloomBitsKey)
-	return &bloomGen{bits: make([]uint64, (m+63)/64), m: m}
+	return &bloomGen{blocks: make([][8]uint64, max(1, keys*bloomBitsKey/512))}
+}
+
+// probe returns h's block and the hash its bit positions come from, 9 bits
+// per probe: independent of the block choice, which uses h's high bits.
+func (b *bloomGen) probe(h uint64) (*[8]uint64, uint64) {
+	i, _ := bits.Mul64(h, uint64(len(b.blocks)))
+	return &b.blocks[i], h * 0x9e3779b97f4a7c15
 }
 
 func (b *bloomGen) add(h uint64) {
-	h1, h2 := h, h>>32|h<<32
-	for i := uint64(0); i < bloomProbes; i++ {
-		bit := (h1 + i*h2) % b.m
-		b.bits[bit/64] |= 1 << (bit % 64)
+	blk, p := b.probe(h)
+	for range bloomProbes {
+		bit := p & 511
+		blk[bit/64] |= 1 << (bit % 64)
+		p >>= 9
 	}
 	b.n++
 }
 
 func (b *bloomGen) has(h uint64) bool {
-	h1, h2 := h, h>>32|h<<32
-	for i := uint64(0); i < bloomProbes; i++ {
-		bit := (h1 + i*h2) % b.m
-		if b.bits[bit/64]&(1<<(bit%64)) == 0 {
+	blk, p := b.probe(h)
+	for range bloomProbes {
+		bit := p & 511
+		if blk[bit/64]&(1<<(bit%64)) == 0 {
 			return false
 		}
+		p >>= 9
 	}
 	return true
 }
