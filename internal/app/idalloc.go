@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"tvsm/domain"
 	"tvsm/eventstore"
@@ -42,6 +43,10 @@ type IDAllocator struct {
 	owner  string        // random name of this allocator, in its event ids
 	sem    chan struct{} // guards everything below; a channel so waits honour ctx
 
+	// mu also guards next and last, so that Next takes an id of the
+	// current block without queueing behind a reservation on sem: every
+	// account create takes one.
+	mu         sync.Mutex
 	next, last int64 // unused ids of the current block: next..last
 	exists     bool  // the id stream has events; rev is meaningful
 	rev        uint64
@@ -71,20 +76,38 @@ func (a *IDAllocator) Next(ctx context.Context) (int64, error) {
 	if !validKind(a.kind) {
 		return 0, opError("allocate", a.stream, fmt.Errorf("invalid id kind %q: want lower-case letters, digits and _", a.kind))
 	}
+	if id, ok := a.take(); ok {
+		return id, nil
+	}
 	select {
 	case a.sem <- struct{}{}:
 	case <-ctx.Done():
 		return 0, opError("allocate", a.stream, ctx.Err())
 	}
 	defer func() { <-a.sem }()
+	// Another caller may have reserved a block while this one waited.
+	if id, ok := a.take(); ok {
+		return id, nil
+	}
+	if err := a.reserve(ctx); err != nil {
+		return 0, err
+	}
+	if id, ok := a.take(); ok {
+		return id, nil
+	}
+	return 0, opError("allocate", a.stream, errors.New("reserved an empty block"))
+}
+
+// take returns the next id of the current block, if one is left.
+func (a *IDAllocator) take() (int64, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.next == 0 || a.next > a.last {
-		if err := a.reserve(ctx); err != nil {
-			return 0, err
-		}
+		return 0, false
 	}
 	id := a.next
 	a.next++
-	return id, nil
+	return id, true
 }
 
 // reserve appends the next block after the highest one reserved so far.
@@ -130,7 +153,9 @@ func (a *IDAllocator) reserve(ctx context.Context) error {
 		res, err := a.x.appendResending(ctx, a.stream, expect, []eventstore.EventData{ev}, &failures)
 		if err == nil {
 			a.exists, a.rev, a.top = true, res.NextExpected, to
+			a.mu.Lock()
 			a.next, a.last = from, to
+			a.mu.Unlock()
 			return nil
 		}
 		if !errors.Is(err, eventstore.ErrWrongExpectedRevision) {
