@@ -454,3 +454,49 @@ func TestRunnerSparseFilterLiveTail(t *testing.T) {
 	}
 	t.Logf("reconnects: %d", r.Stats().Reconnects)
 }
+
+func TestRunnerMinBatchIntervalSpacesLiveBatchesOnly(t *testing.T) {
+	s := openStore(t)
+	appendEvents(t, s, "account-old", 70)
+	h := newTestHandler("paced.v1")
+	// Catch-up comes in batches of 7: ten of them, none of them paced.
+	fs := &faultyStore{Store: s, wrap: func(_ int, sub eventstore.Subscription) eventstore.Subscription {
+		return &splitSub{Subscription: sub, size: 7}
+	}}
+	opts := fastOptions(t)
+	const every = 150 * time.Millisecond
+	opts.MinBatchInterval = every
+	r := NewRunner(fs, h, fileCheckpoints(t), opts)
+	start := time.Now()
+	stop := startRunner(t, r)
+	waitApplied(t, r, head(t, s))
+	if d := time.Since(start); d > 9*every {
+		t.Errorf("catch-up of 10 batches took %v: it was paced", d)
+	}
+
+	// Live: 20 commits in quick succession reach the handler in a few
+	// batches, not 20.
+	h.mu.Lock()
+	callsBefore := h.calls
+	h.mu.Unlock()
+	var last eventstore.Position
+	for i := range 20 {
+		last = appendEvents(t, s, fmt.Sprintf("account-live-%d", i), 1)
+	}
+	waitApplied(t, r, last)
+	h.mu.Lock()
+	liveCalls := h.calls - callsBefore
+	h.mu.Unlock()
+	if liveCalls > 4 {
+		t.Errorf("20 live commits applied in %d batches, want them gathered into a few", liveCalls)
+	}
+	_, deliveries, _ := h.snapshot()
+	assertInOrderOnce(t, deliveries, positions(0, 90))
+
+	// Ending the runner does not wait out the interval.
+	stopped := time.Now()
+	stop()
+	if d := time.Since(stopped); d > every {
+		t.Errorf("stop took %v, longer than the batch interval %v", d, every)
+	}
+}
