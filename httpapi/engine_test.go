@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -28,12 +29,17 @@ type testServer struct {
 // newTestServer serves an engine over real HTTP; extra adds routes to it.
 func newTestServer(t *testing.T, ready ReadinessFunc, extra func(*gin.Engine)) *testServer {
 	t.Helper()
+	return newTestServerWith(t, Options{Ready: ready}, extra)
+}
+
+// newTestServerWith is newTestServer with opts, whose Logger (JSON at debug
+// level into the server's logs) and Metrics it sets.
+func newTestServerWith(t *testing.T, opts Options, extra func(*gin.Engine)) *testServer {
+	t.Helper()
 	logs := &testutil.SyncBuffer{}
-	engine := New(Options{
-		Logger:  slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Metrics: metrics.NewRegistry(),
-		Ready:   ready,
-	})
+	opts.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	opts.Metrics = metrics.NewRegistry()
+	engine := New(opts)
 	if extra != nil {
 		extra(engine)
 	}
@@ -260,18 +266,30 @@ func TestErrorBodyFieldOrder(t *testing.T) {
 	}
 }
 
-func TestProbesLogAtDebug(t *testing.T) {
-	srv := newTestServer(t, nil, nil)
-	srv.get(t, "/healthz")
-	srv.get(t, "/nowhere")
-	var levels = map[string]string{}
-	for line := range strings.SplitSeq(strings.TrimSpace(srv.logs.String()), "\n") {
-		rec := decodeJSON(t, []byte(line))
-		if rec["msg"] == "http request" {
-			levels[fmt.Sprint(rec["path"])] = fmt.Sprint(rec["level"])
+func TestRequestLogLevels(t *testing.T) {
+	ok := func(e *gin.Engine) { e.GET("/ok", func(c *gin.Context) { c.Status(http.StatusOK) }) }
+	for _, tc := range []struct {
+		accessLog bool
+		want      map[string]string // path → level of its request line
+	}{
+		// Without the access log, only failed requests reach info level.
+		{false, map[string]string{"/healthz": "DEBUG", "/ok": "DEBUG", "/nowhere": "INFO"}},
+		// With it every request does, except the probes polled by machines.
+		{true, map[string]string{"/healthz": "DEBUG", "/ok": "INFO", "/nowhere": "INFO"}},
+	} {
+		srv := newTestServerWith(t, Options{AccessLog: tc.accessLog}, ok)
+		for path := range tc.want {
+			srv.get(t, path)
 		}
-	}
-	if levels["/healthz"] != "DEBUG" || levels["/nowhere"] != "INFO" {
-		t.Fatalf("request log levels = %v", levels)
+		levels := map[string]string{}
+		for line := range strings.SplitSeq(strings.TrimSpace(srv.logs.String()), "\n") {
+			rec := decodeJSON(t, []byte(line))
+			if rec["msg"] == "http request" {
+				levels[fmt.Sprint(rec["path"])] = fmt.Sprint(rec["level"])
+			}
+		}
+		if !maps.Equal(levels, tc.want) {
+			t.Errorf("access log %v: request log levels = %v, want %v", tc.accessLog, levels, tc.want)
+		}
 	}
 }

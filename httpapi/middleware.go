@@ -135,8 +135,10 @@ func saneRequestID(id string) bool {
 // requests are logged at debug level so they do not drown the log.
 var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
 
-// requestLogMiddleware logs one line per request once it is answered.
-func requestLogMiddleware(logger *slog.Logger) gin.HandlerFunc {
+// requestLogMiddleware logs one line per request once it is answered: at
+// error level for a server error, at info level for a client error, and at
+// info level otherwise only with accessLog (else at debug level).
+func requestLogMiddleware(logger *slog.Logger, accessLog bool) gin.HandlerFunc {
 	var logPC atomic.Uintptr // see logRequest
 	return func(c *gin.Context) {
 		start := time.Now()
@@ -148,6 +150,8 @@ func requestLogMiddleware(logger *slog.Logger) gin.HandlerFunc {
 		case status >= http.StatusInternalServerError && status != http.StatusServiceUnavailable:
 			level = slog.LevelError
 		case quietRoutes[c.FullPath()]:
+			level = slog.LevelDebug
+		case status < http.StatusBadRequest && !accessLog:
 			level = slog.LevelDebug
 		}
 		ctx := c.Request.Context()

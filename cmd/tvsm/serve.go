@@ -76,6 +76,7 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 		AdminLogin:            cfg.AdminLogin,
 		AdminPassword:         cfg.AdminPassword,
 		ReadYourWritesTimeout: cfg.ReadYourWritesTimeout,
+		AccessLog:             cfg.AccessLog,
 		NodeName:              cfg.NodeName,
 		EndOfDay:              cfg.EndOfDayLocation,
 		Stats:                 factStore(facts),

@@ -56,6 +56,9 @@ type Config struct {
 	LogLevel slog.Level
 	// LogFormat is the shape of log lines.
 	LogFormat logging.Format
+	// AccessLog logs every answered HTTP request at info level; without it
+	// only failed ones are (4xx at info, 5xx at error), the rest at debug.
+	AccessLog bool
 	// AdminLogin and AdminPassword bootstrap the first superadmin when no
 	// admin exists yet (DESIGN.md §4). Both optional.
 	AdminLogin    string
@@ -252,6 +255,19 @@ var settings = []setting{
 			return err
 		},
 		get: func(c *Config) string { return string(c.LogFormat) },
+	},
+	{
+		key:   "access_log",
+		usage: "`true` logs every answered HTTP request at info level; false (default) logs failed requests only, the rest at debug",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("%q is not true or false", v)
+			}
+			c.AccessLog = b
+			return nil
+		},
+		get: func(c *Config) string { return strconv.FormatBool(c.AccessLog) },
 	},
 	{
 		key:   "admin_login",

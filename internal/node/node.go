@@ -58,6 +58,9 @@ type Options struct {
 	// BcryptCost hashes admin passwords (default bcrypt.DefaultCost).
 	BcryptCost            int
 	ReadYourWritesTimeout time.Duration
+	// AccessLog logs every answered HTTP request at info level
+	// (httpapi.Options.AccessLog).
+	AccessLog bool
 	// SnapshotSpec is the cron spec (UTC) of read model snapshots
 	// (default every five minutes); snapshots are also written on Close.
 	SnapshotSpec string
@@ -241,7 +244,7 @@ func Start(ctx context.Context, store eventstore.Store, opts Options) (*Node, er
 		return nil, fmt.Errorf("node: billing: %w", err)
 	}
 	registerGatewayMetrics(opts.Metrics, n.Dispatcher, n.journal)
-	n.Engine = httpapi.New(httpapi.Options{Logger: n.log, Metrics: opts.Metrics, Ready: n.ready})
+	n.Engine = httpapi.New(httpapi.Options{Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog})
 	n.Auth = httpapi.ThrottleLogins(
 		httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost}),
 		throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock)))
