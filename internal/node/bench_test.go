@@ -148,12 +148,15 @@ func echoServer(b *testing.B) string {
 	return srv.URL + "/echo"
 }
 
-// reportFsyncs reports the store's fsyncs per request from the call to the
-// call of the function it returns.
+// reportFsyncs reports the store's fsyncs and group commits per request
+// from the call to the call of the function it returns.
 func reportFsyncs(b *testing.B, env *nodetest.Env) func() {
 	fsyncs := env.Store.Fsyncs()
+	groups, _ := env.Store.Stats()
 	return func() {
 		b.ReportMetric(float64(env.Store.Fsyncs()-fsyncs)/float64(b.N), "fsyncs/req")
+		g, _ := env.Store.Stats()
+		b.ReportMetric(float64(g-groups)/float64(b.N), "groups/req")
 	}
 }
 
