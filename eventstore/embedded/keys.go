@@ -42,22 +42,22 @@ func eventKeyPos(k []byte) uint64 { return binary.BigEndian.Uint64(k[1:]) }
 // names never contain NUL (eventstore.ValidateStreamName), so the 0x00
 // separator keeps "a" and "ab" apart.
 func streamPrefix(stream string) []byte {
-	k := make([]byte, 0, len(stream)+10)
-	k = append(k, kindStream)
-	k = append(k, stream...)
-	return append(k, 0)
+	return appendStreamPrefix(make([]byte, 0, len(stream)+10), stream)
+}
+
+func appendStreamPrefix(dst []byte, stream string) []byte {
+	dst = append(dst, kindStream)
+	dst = append(dst, stream...)
+	return append(dst, 0)
 }
 
 func streamKey(stream string, rev uint64) []byte {
-	return binary.BigEndian.AppendUint64(streamPrefix(stream), rev)
+	return appendStreamKey(make([]byte, 0, len(stream)+10), stream, rev)
 }
 
 // appendStreamKey appends streamKey(stream, rev) to dst.
 func appendStreamKey(dst []byte, stream string, rev uint64) []byte {
-	dst = append(dst, kindStream)
-	dst = append(dst, stream...)
-	dst = append(dst, 0)
-	return binary.BigEndian.AppendUint64(dst, rev)
+	return binary.BigEndian.AppendUint64(appendStreamPrefix(dst, stream), rev)
 }
 
 // streamUpperBound is the smallest key after every index key of stream.

@@ -26,8 +26,9 @@ type Options struct {
 	// RetryDelay is the base of the jittered, exponentially growing pause
 	// between attempts (default 2ms; the pause never exceeds 32×RetryDelay).
 	RetryDelay time.Duration
-	// CacheSize is how many streams' states are kept in memory (least
-	// recently used are evicted; default 10000; negative disables the cache).
+	// CacheSize is how many streams' states are kept in memory (those not
+	// used for longest are evicted, by CLOCK; default 10000; negative
+	// disables the cache).
 	CacheSize int
 	// IDBlockSize is how many integer ids an IDAllocator reserves per append
 	// to its id stream (default 1000). Reserving a block stalls every
