@@ -26,7 +26,7 @@
 // depends on whether an idempotency key applies:
 //
 //   - No key: name = "req|<request id>|<nonce>|<stream>|<expected revision>",
-//     with a random nonce per Execute call. Re-sending the same append after
+//     with a nonce no other Execute call shares. Re-sending the same append after
 //     an unknown outcome (a transport error) reuses the ids, so the store
 //     answers a stored append with its original result instead of storing it
 //     twice; a re-decided attempt expects another revision and gets new ids;

@@ -21,7 +21,7 @@ import (
 //     on every attempt and every retry of the request, so a repeat of an
 //     append that already happened is recognised (by the store, and by
 //     Execute scanning the stream for the first id);
-//   - otherwise: "req|<request id>|<random nonce of this Execute call>|<stream>|<expected revision>",
+//   - otherwise: "req|<request id>|<nonce of this Execute call, see callNonce>|<stream>|<expected revision>",
 //     so one call re-sending the same append after an unknown outcome reuses
 //     its ids (the store answers with the original result), while a re-decided
 //     attempt (expected revision moved) or another call never collides, even
@@ -76,7 +76,7 @@ func naming(ctx context.Context, stream string, cmd any, meta RequestMeta) event
 			name:       fmt.Sprintf("key|%s|%s|%s|0", meta.IdempotencyKey, stream, fingerprint(cmd)),
 		}
 	}
-	return eventNaming{name: "req|" + meta.RequestID + "|" + nonce() + "|" + stream}
+	return eventNaming{name: "req|" + meta.RequestID + "|" + callNonce() + "|" + stream}
 }
 
 // fingerprint identifies a command value: its Go type and JSON encoding,

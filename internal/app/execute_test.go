@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -394,5 +395,34 @@ func TestExecuteNewStreamThatExists(t *testing.T) {
 	}
 	if got := e.read("counter-old"); len(got) != 3 {
 		t.Fatalf("stream holds %d events, want 3", len(got))
+	}
+}
+
+func TestCallNoncesAreUnique(t *testing.T) {
+	t.Parallel()
+	const workers, each = 4, 2500
+	got := make(chan string, workers*each)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				got <- callNonce()
+			}
+		})
+	}
+	wg.Wait()
+	close(got)
+	seen := map[string]bool{}
+	for n := range got {
+		if seen[n] {
+			t.Fatalf("nonce %q made twice", n)
+		}
+		if !strings.HasPrefix(n, callNonces.prefix) || len(callNonces.prefix) != 33 {
+			t.Fatalf("nonce %q: want the process prefix %q (32 hex digits and a dot)", n, callNonces.prefix)
+		}
+		seen[n] = true
+	}
+	if len(seen) != workers*each {
+		t.Fatalf("%d nonces, want %d", len(seen), workers*each)
 	}
 }

@@ -45,7 +45,8 @@ func ExecuteReserving[S, C any](ctx context.Context, x *Executor, nameStream, ow
 	// append's expectation checks it. A name never seen is taken as free
 	// without a read; if it is not, the append fails and Reserve reads it.
 	held := snapshot{state: reservationDecider.Initial()}
-	if c, ok := x.cache.get(nameStream); ok {
+	c, known := x.cache.get(nameStream)
+	if known {
 		held = c
 	}
 	taken, ok := held.state.(reservation)
@@ -83,7 +84,13 @@ func ExecuteReserving[S, C any](ctx context.Context, x *Executor, nameStream, ow
 		}
 		return Result[S]{}, true, opError("append", owner, err)
 	}
-	x.cache.put(nameStream, snapshot{state: reservationDecider.Fold(taken, take...), exists: true, rev: results[0].NextExpected, pos: results[0].Position})
+	// A name first taken here is not cached: it is read again only when its
+	// owner changes or releases it, and a cache entry for each new name
+	// would cost an insert and an eviction on every create. A name cached
+	// before (released, now taken again) is brought up to date.
+	if known {
+		x.cache.put(nameStream, snapshot{state: reservationDecider.Fold(taken, take...), exists: true, rev: results[0].NextExpected, pos: results[0].Position})
+	}
 	st := d.Fold(d.Initial(), events...)
 	x.cache.put(owner, snapshot{state: st, exists: true, rev: results[1].NextExpected, pos: results[1].Position})
 	return Result[S]{State: st, Revision: eventstore.Exact(results[1].NextExpected), Position: results[1].Position, Events: envs}, true, nil

@@ -51,9 +51,31 @@ func TestExecuteReservingOneAtomicAppend(t *testing.T) {
 	if h, err := x.Holder(e.ctx, name); err != nil || h != "counter-1" {
 		t.Fatalf("holder %q (%v), want counter-1", h, err)
 	}
-	// The cache knows both streams: the owner's next command decides on it.
+	// The cache knows the owner: its next command decides on it.
 	if _, err := Execute(e.ctx, x, "counter-1", counterDecider, any(add{N: 2}), meta("r2")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestExecuteReservingTwiceForOneNameAppendsOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x := e.executor(nil, Options{})
+	name := LoginStream(1, "dan")
+	if _, handled, err := creating(e, x, name, "counter-1", meta("r1")); !handled || err != nil {
+		t.Fatalf("first create: handled %v, err %v", handled, err)
+	}
+	// The name taken by the first create is not cached: the second create
+	// takes it for free, and the store's expectation refuses that.
+	head := e.head()
+	if _, handled, err := creating(e, x, name, "counter-2", meta("r2")); handled || err != nil {
+		t.Fatalf("second create of a taken name: handled %v, err %v; want not handled", handled, err)
+	}
+	if e.head() != head || len(e.read("counter-2")) != 0 {
+		t.Fatal("a create of a taken name appended something")
+	}
+	if err := x.Reserve(e.ctx, name, "counter-2", meta("r3"), nil); !errors.Is(err, ErrTaken) {
+		t.Fatalf("Reserve: %v, want ErrTaken", err)
 	}
 }
 
