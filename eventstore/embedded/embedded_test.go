@@ -93,6 +93,66 @@ func TestClosedStore(t *testing.T) {
 	}
 }
 
+// Close while appends are in flight answers every one of them: an append
+// acknowledged before is durable, one the committer did not take fails with
+// ErrClosed and is not stored, and none waits forever.
+func TestCloseAnswersAppendsInFlight(t *testing.T) {
+	dir := t.TempDir()
+	s, err := embedded.Open(dir, embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const writers = 64
+	acked := make([]int, writers)
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			stream := fmt.Sprintf("q-%d", w)
+			for i := 0; ; i++ {
+				expect := eventstore.NoStream
+				if i > 0 {
+					expect = eventstore.Exact(uint64(i - 1))
+				}
+				if _, err := s.Append(ctx, stream, expect, event(stream, i)); err != nil {
+					errs <- err
+					return
+				}
+				acked[w]++
+			}
+		}()
+	}
+	for {
+		if _, appends := s.Stats(); appends >= 2000 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range writers {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, eventstore.ErrClosed) {
+				t.Fatalf("append during Close: %v, want ErrClosed", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("an append in flight at Close was never answered")
+		}
+	}
+	r := openStore(t, dir)
+	for w, n := range acked {
+		got, err := r.ReadStream(ctx, fmt.Sprintf("q-%d", w), eventstore.Start, 0)
+		if err != nil && !errors.Is(err, eventstore.ErrStreamNotFound) {
+			t.Fatal(err)
+		}
+		if len(got) != n {
+			t.Fatalf("stream q-%d holds %d events after reopening; %d appends were acknowledged", w, len(got), n)
+		}
+	}
+}
+
 // A second Open of the same directory fails while the first holds it, so two
 // processes can never write one log.
 func TestOpenLocksDirectory(t *testing.T) {

@@ -219,15 +219,25 @@ func (x *Executor) encode(events []domain.Event, meta RequestMeta, ids []eventst
 	if err != nil {
 		return nil, nil, err
 	}
+	data, err := x.encodeWith(events, md, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, envs, nil
+}
+
+// encodeWith encodes events with metadata md, already encoded: the events
+// of one command share it, and so do both parts of ExecuteReserving.
+func (x *Executor) encodeWith(events []domain.Event, md []byte, ids []eventstore.EventID) ([]eventstore.EventData, error) {
 	data := make([]eventstore.EventData, len(events))
 	for i, e := range events {
 		typ, body, err := x.reg.Encode(e)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		data[i] = eventstore.EventData{ID: ids[i], Type: typ, Data: body, Metadata: md}
 	}
-	return data, envs, nil
+	return data, nil
 }
 
 func revisionOf(s snapshot) eventstore.Revision {

@@ -65,14 +65,15 @@ func ExecuteReserving[S, C any](ctx context.Context, x *Executor, nameStream, ow
 		return Result[S]{}, false, nil
 	}
 
-	reservationExpect := revisionOf(held)
-	reservationData, _, err := x.encode(take, meta, naming(ctx, nameStream, reservationCmd{Take: true, Owner: owner}, meta).ids(reservationExpect, len(take)))
-	if err != nil {
-		return Result[S]{}, true, opError("encode", nameStream, err)
-	}
 	ownerData, envs, err := x.encode(events, meta, naming(ctx, owner, cmd, meta).ids(eventstore.NoStream, len(events)))
 	if err != nil {
 		return Result[S]{}, true, opError("encode", owner, err)
+	}
+	reservationExpect := revisionOf(held)
+	// Same request, same time: the reservation carries the owner's metadata.
+	reservationData, err := x.encodeWith(take, ownerData[0].Metadata, naming(ctx, nameStream, reservationCmd{Take: true, Owner: owner}, meta).ids(reservationExpect, len(take)))
+	if err != nil {
+		return Result[S]{}, true, opError("encode", nameStream, err)
 	}
 	results, err := x.appendMultiResending(ctx, multi,
 		eventstore.StreamAppend{Stream: nameStream, Expect: reservationExpect, Events: reservationData},

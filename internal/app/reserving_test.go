@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +45,9 @@ func TestExecuteReservingOneAtomicAppend(t *testing.T) {
 	taken, created := e.read(name), e.read("counter-1")
 	if len(taken) != 1 || taken[0].Type != ReservationTakenType || len(created) != 1 {
 		t.Fatalf("streams after create: %d reservation events, %d owner events; want 1 and 1", len(taken), len(created))
+	}
+	if !bytes.Equal(taken[0].Metadata, created[0].Metadata) || !bytes.Contains(created[0].Metadata, []byte(`"request_id":"r1"`)) {
+		t.Fatalf("metadata: reservation %s, owner %s; want the same, of request r1", taken[0].Metadata, created[0].Metadata)
 	}
 	if taken[0].Position.Commit+1 != created[0].Position.Commit || res.Position != created[0].Position {
 		t.Fatalf("positions: reservation %v, owner %v, result %v; want consecutive, result at the owner's", taken[0].Position, created[0].Position, res.Position)
