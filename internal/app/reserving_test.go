@@ -71,15 +71,23 @@ func TestExecuteReservingTwiceForOneNameAppendsOnce(t *testing.T) {
 	}
 	// The name taken by the first create is not cached: the second create
 	// takes it for free, and the store's expectation refuses that.
+	declined(t, e, x, name, "counter-2")
+}
+
+// declined checks that a create of name for owner, while another owner
+// holds it, is not handled and appends nothing, and that Reserve then
+// finds the name taken.
+func declined(t *testing.T, e *env, x *Executor, name, owner string) {
+	t.Helper()
 	head := e.head()
-	if _, handled, err := creating(e, x, name, "counter-2", meta("r2")); handled || err != nil {
-		t.Fatalf("second create of a taken name: handled %v, err %v; want not handled", handled, err)
+	if _, handled, err := creating(e, x, name, owner, meta("create-"+owner)); handled || err != nil {
+		t.Fatalf("create of a taken name: handled %v, err %v; want declined", handled, err)
 	}
-	if e.head() != head || len(e.read("counter-2")) != 0 {
-		t.Fatal("a create of a taken name appended something")
+	if e.head() != head || len(e.read(owner)) != 0 {
+		t.Fatal("the declined create appended something")
 	}
-	if err := x.Reserve(e.ctx, name, "counter-2", meta("r3"), nil); !errors.Is(err, ErrTaken) {
-		t.Fatalf("Reserve: %v, want ErrTaken", err)
+	if err := x.Reserve(e.ctx, name, owner, meta("reserve-"+owner), nil); !errors.Is(err, ErrTaken) {
+		t.Fatalf("Reserve after the decline: %v, want ErrTaken", err)
 	}
 }
 
@@ -145,16 +153,7 @@ func TestExecuteReservingWithAStaleFreeName(t *testing.T) {
 	if err := other.Reserve(e.ctx, name, "counter-2", meta("r3"), nil); err != nil {
 		t.Fatal(err)
 	}
-	head := e.head()
-	if _, handled, err := creating(e, x, name, "counter-3", meta("r4")); handled || err != nil {
-		t.Fatalf("stale free name: handled %v, err %v; want declined", handled, err)
-	}
-	if e.head() != head || len(e.read("counter-3")) != 0 {
-		t.Fatal("the declined create appended something")
-	}
-	if err := x.Reserve(e.ctx, name, "counter-3", meta("r5"), nil); !errors.Is(err, ErrTaken) {
-		t.Fatalf("Reserve after the decline: %v, want ErrTaken", err)
-	}
+	declined(t, e, x, name, "counter-3")
 }
 
 func TestExecuteReservingDeclines(t *testing.T) {
