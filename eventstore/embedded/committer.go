@@ -247,7 +247,7 @@ func (s *Store) stageErr(g *group, r *appendReq) error {
 // firstRevision checks p's expectation against the store and the group so
 // far and returns the revision p's first event gets.
 func (s *Store) firstRevision(g *group, p eventstore.StreamAppend) (uint64, error) {
-	cur, exists, err := s.currentRevision(g, p.Stream)
+	cur, exists, err := s.currentRevision(g, p.Stream, p.Expect.IsNoStream())
 	if err != nil {
 		return 0, fmt.Errorf("embedded: append %q: %w", p.Stream, err)
 	}
@@ -275,13 +275,17 @@ func (s *Store) stagePart(g *group, p eventstore.StreamAppend, rev uint64, now t
 		g.tail = append(g.tail, s.tailEvent(p.Stream, rev, pos, created, e))
 		var ek [9]byte
 		_ = g.batch.Set(appendEventKey(ek[:0], pos), g.buf, nil)
-		g.index.set(appendStreamKey(g.index.key(), p.Stream, rev), pos)
+		if k := g.index.set(appendStreamKey(g.index.key(), p.Stream, rev), pos); rev == 0 {
+			s.recent.add(k) // looked up by streamFirst
+		}
 		s.recent.add(g.index.set(appendIDKey(g.index.key(), e.ID), pos))
 		g.ids[e.ID] = staged{stream: p.Stream, rev: rev, pos: pos}
 		g.heads[p.Stream] = rev
 		rev++
 	}
-	s.recent.add(g.index.set(appendHeadKey(g.index.key(), p.Stream), rev-1))
+	if rev > 1 { // a stream that ends at revision 0 needs no head key (keys.go)
+		s.recent.add(g.index.set(appendHeadKey(g.index.key(), p.Stream), rev-1))
+	}
 	last := g.next - 1
 	return eventstore.AppendResult{NextExpected: rev - 1, Position: eventstore.Position{Commit: last, Prepare: last}}
 }
@@ -384,9 +388,17 @@ func (s *Store) lookupID(g *group, id eventstore.EventID) (staged, bool, error) 
 	return staged{stream: stream, rev: rev, pos: pos}, true, nil
 }
 
-func (s *Store) currentRevision(g *group, stream string) (uint64, bool, error) {
+// currentRevision returns the last revision of stream, staged in g or
+// stored. When the append expects a new stream (every create does), one
+// lookup of its first index key is all it takes to find it absent.
+func (s *Store) currentRevision(g *group, stream string, expectNew bool) (uint64, bool, error) {
 	if rev, ok := g.heads[stream]; ok {
 		return rev, true, nil
+	}
+	if expectNew {
+		if _, exists, err := s.streamFirst(stream, &s.own); err != nil || !exists {
+			return 0, false, err
+		}
 	}
 	return s.streamHead(stream, &s.own)
 }

@@ -1,12 +1,18 @@
 package embedded
 
-import "github.com/cockroachdb/pebble/v2"
+import (
+	"encoding/binary"
+	"errors"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2"
+)
 
 // PebbleDB exposes the database to tests and benchmarks in this directory.
 func (s *Store) PebbleDB() *pebble.DB { return s.db }
 
 // WithSmallKeyFilters makes the committer start a new recent-key filter, and
-// flush pebble, after every n id and head keys, so that tests go through
+// flush pebble, after every n keys it remembers (see recent.go), so that tests go through
 // many rotations.
 func WithSmallKeyFilters(o Options, n int) Options {
 	o.filterGenKeys = n
@@ -24,4 +30,80 @@ type Fsyncer = fsyncer
 func WithFsyncer(o Options, f Fsyncer) Options {
 	o.fsyncer = f
 	return o
+}
+
+// HeadKeys returns the stream → revision of every head key in the store.
+func (s *Store) HeadKeys() (map[string]uint64, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindHead}, UpperBound: []byte{kindHead + 1}})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	heads := map[string]uint64{}
+	for ok := it.First(); ok; ok = it.Next() {
+		heads[string(it.Key()[1:])] = binary.BigEndian.Uint64(it.Value())
+	}
+	return heads, it.Error()
+}
+
+// RewriteAsFormat2 turns the closed store in dir into what a format-2 build
+// wrote: a head key for every stream, and the format-2 marker.
+func RewriteAsFormat2(dir string) error {
+	db, err := openRaw(dir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return rewriteAsFormat2(db)
+}
+
+func rewriteAsFormat2(db *pebble.DB) error {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindStream}, UpperBound: []byte{kindStream + 1}})
+	if err != nil {
+		return err
+	}
+	last := map[string]uint64{}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		stream := string(k[1 : len(k)-9]) // 's' stream 0x00 revision(8)
+		last[stream] = binary.BigEndian.Uint64(k[len(k)-8:])
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return err
+	}
+	b := db.NewBatch()
+	for stream, rev := range last {
+		_ = b.Set(headKey(stream), encodePos(rev), nil)
+	}
+	_ = b.Set(metaKey("format"), encodePos(upgradableFormat), nil)
+	return b.Commit(pebble.Sync)
+}
+
+// WriteFormatMarker sets the format marker of the closed store in dir.
+func WriteFormatMarker(dir string, version uint64) error {
+	db, err := openRaw(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(db.Set(metaKey("format"), encodePos(version), pebble.Sync), db.Close())
+}
+
+// openRaw opens the pebble database of a closed store, quietly.
+func openRaw(dir string) (*pebble.DB, error) {
+	return pebble.Open(dir, &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+}
+
+// ReadFormatMarker returns the format marker of the closed store in dir.
+func ReadFormatMarker(dir string) (uint64, error) {
+	db, err := openRaw(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	v, closer, err := db.Get(metaKey("format"))
+	if err != nil {
+		return 0, err
+	}
+	defer closer.Close()
+	return binary.BigEndian.Uint64(v), nil
 }

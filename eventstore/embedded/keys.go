@@ -12,11 +12,17 @@ import (
 //	'e' pos(8)                      → event record (see record.go)
 //	's' stream 0x00 revision(8)     → pos(8): per-stream index
 //	'i' eventID(16)                 → pos(8): event-id dedup index
-//	'h' stream                      → revision(8) of the stream's last event
+//	'h' stream                      → revision(8) of the stream's last event,
+//	                                  for streams past revision 0 only
 //	'm' name                        → store metadata (format version)
 //
 // The head key lets an append learn a stream's revision with one
-// bloom-filtered point lookup instead of a reverse seek over its index.
+// bloom-filtered point lookup instead of a reverse seek over its index. A
+// stream whose first index key ('s' stream 0x00 0) exists and that has no
+// head key ends at revision 0: most streams are created by an append of one
+// event (an account, a login reservation) and stay so until they change, and
+// such an append writes three keys instead of four. Whether a stream exists
+// is one lookup of its first index key.
 //
 // Integers are big-endian so that byte order is numeric order.
 const (

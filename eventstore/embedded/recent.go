@@ -11,14 +11,14 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// Appends look up event ids and stream heads that almost never exist. A
+// Appends look up event ids and streams that almost never exist. A
 // pebble Get of an absent key walks the memtable's skiplist, which costs
 // several µs once the memtable holds a few hundred thousand keys (cache
 // misses), while the sstables answer absent keys from bloom filters. So the
-// committer remembers, in bloom filters of its own, every id and head key it
-// has written since Open that may still be in a memtable: a key they rule
-// out can only be in the sstables, which an iterator that skips the
-// memtables (OnlyReadGuaranteedDurable) reads. Open flushes the memtables
+// committer remembers, in bloom filters of its own, every id, head and first
+// stream index key it has written since Open that may still be in a
+// memtable: a key they rule out can only be in the sstables, which an
+// iterator that skips the memtables (OnlyReadGuaranteedDurable) reads. Open flushes the memtables
 // replayed from the WAL, so that every key in a memtable was written by the
 // committer. Once the filters grow past recentGenKeys, the committer starts a
 // new one and asks pebble to flush; when that flush is done, the keys of the
@@ -106,7 +106,7 @@ func (s *Store) maintainRecent() {
 	r.mu.Unlock()
 }
 
-// getIndexed is db.Get for an id or head key. The value is copied: it
+// getIndexed is db.Get for an id, head or first stream index key. The value is copied: it
 // stays valid. own is the committer's reusable sstable iterator; other
 // goroutines pass nil and get a fresh one.
 func (s *Store) getIndexed(key []byte, own *durableIter) ([]byte, error) {

@@ -26,9 +26,16 @@ import (
 	"tvsm/eventstore"
 )
 
-// formatVersion is stored under metaKey("format"); Open refuses other values.
-// Version 2 added the per-stream head keys.
-const formatVersion = 2
+// formatVersion is stored under metaKey("format"); Open refuses other values
+// except upgradableFormat. Version 2 added the per-stream head keys; version
+// 3 writes them only for streams past revision 0 (see keys.go). A version-2
+// store is a valid version-3 store with redundant head keys, so Open
+// upgrades it by rewriting the marker; a version-2 build then refuses it, as
+// it must: it would take a stream without a head key for a missing one.
+const (
+	formatVersion    = 3
+	upgradableFormat = 2
+)
 
 // appliedGroups bounds the groups applied to pebble and waiting for their
 // fsync; a full queue makes the committer wait.
@@ -130,8 +137,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	// The log is read mostly by long sequential scans (replay, catch-up), for
 	// which 32 KiB blocks cost far less per event than the default 4 KiB:
 	// measured replay went from about 0.9 to over 1.3 million events/s.
-	// Appends look up event ids that almost never exist (dedup) and stream
-	// heads: bloom filters answer most of those without reading a block.
+	// Appends look up event ids that almost never exist (dedup) and streams
+	// (most new): bloom filters answer most of those without reading a block.
 	for i := range popts.Levels {
 		popts.Levels[i].BlockSize = 32 << 10
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
@@ -183,8 +190,15 @@ func (s *Store) init() (uint64, error) {
 	default:
 		got := binary.BigEndian.Uint64(v)
 		closer.Close()
-		if got != formatVersion {
-			return 0, fmt.Errorf("data format %d, this build reads %d", got, formatVersion)
+		switch got {
+		case formatVersion:
+		case upgradableFormat:
+			if err := s.db.Set(metaKey("format"), encodePos(formatVersion), pebble.Sync); err != nil {
+				return 0, err
+			}
+			s.log.Info("event store: data format upgraded", "from", got, "to", formatVersion)
+		default:
+			return 0, fmt.Errorf("data format %d, this build reads %d and upgrades %d", got, formatVersion, upgradableFormat)
 		}
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindEvent}, UpperBound: []byte{kindEvent + 1}})
@@ -286,15 +300,23 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from eventstore.R
 	head := s.head.load()
 	// Loading an aggregate that does not exist yet (every create does) is
 	// answered by one bloom-filtered point lookup, without an iterator.
-	last, exists, err := s.streamHead(stream, nil)
+	first, exists, err := s.streamFirst(stream, nil)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: read %q: %w", stream, err)
 	}
-	if !exists {
+	if !exists || first > head { // a stream whose first event is not durable does not exist yet
 		return nil, fmt.Errorf("embedded: read %q: %w", stream, eventstore.ErrStreamNotFound)
 	}
-	if start > last {
-		return s.emptyRead(stream, head)
+	if start > 0 {
+		// Reading past the end (checking a cached aggregate for news) costs a
+		// second point lookup instead of an iterator.
+		last, _, err := s.streamHead(stream, nil)
+		if err != nil {
+			return nil, fmt.Errorf("embedded: read %q: %w", stream, err)
+		}
+		if start > last {
+			return nil, nil
+		}
 	}
 	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: streamKey(stream, start), UpperBound: streamUpperBound(stream)})
 	if err != nil {
@@ -317,38 +339,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from eventstore.R
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("embedded: read %q: %w", stream, err)
 	}
-	if len(out) == 0 {
-		return s.emptyRead(stream, head)
-	}
 	return out, nil
-}
-
-// emptyRead answers a read that found no durable event at or after its start:
-// past the end of an existing stream that is an empty result, but a stream
-// whose first event is not yet durable does not exist yet.
-func (s *Store) emptyRead(stream string, head uint64) ([]eventstore.RecordedEvent, error) {
-	exists, err := s.streamExists(stream, head)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: read %q: %w", stream, err)
-	}
-	if !exists {
-		return nil, fmt.Errorf("embedded: read %q: %w", stream, eventstore.ErrStreamNotFound)
-	}
-	return nil, nil
-}
-
-func (s *Store) streamExists(stream string, head uint64) (bool, error) {
-	_, exists, err := s.streamHead(stream, nil)
-	if err != nil || !exists {
-		return false, err
-	}
-	// The first event decides: a stream created after head does not exist yet.
-	v, closer, err := s.db.Get(streamKey(stream, 0))
-	if err != nil {
-		return false, err
-	}
-	defer closer.Close()
-	return binary.BigEndian.Uint64(v) <= head, nil
 }
 
 func (s *Store) eventAt(dec *decoder, pos uint64) (eventstore.RecordedEvent, error) {
@@ -360,17 +351,32 @@ func (s *Store) eventAt(dec *decoder, pos uint64) (eventstore.RecordedEvent, err
 	return dec.decode(pos, v)
 }
 
+// streamFirst returns the position of stream's first event, and so whether
+// the stream exists; own as for getIndexed.
+func (s *Store) streamFirst(stream string, own *durableIter) (pos uint64, exists bool, err error) {
+	return s.indexedPos(streamKey(stream, 0), own)
+}
+
 // streamHead returns the revision of the last stored event of stream; own
-// as for getIndexed.
+// as for getIndexed. A stream without a head key ends at revision 0.
 func (s *Store) streamHead(stream string, own *durableIter) (rev uint64, exists bool, err error) {
-	v, err := s.getIndexed(headKey(stream), own)
+	if rev, exists, err = s.indexedPos(headKey(stream), own); exists || err != nil {
+		return rev, exists, err
+	}
+	_, exists, err = s.streamFirst(stream, own)
+	return 0, exists, err
+}
+
+// indexedPos reads the position or revision stored under an index key.
+func (s *Store) indexedPos(key []byte, own *durableIter) (v uint64, found bool, err error) {
+	b, err := s.getIndexed(key, own)
 	if isNotFound(err) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, err
 	}
-	return binary.BigEndian.Uint64(v), true, nil
+	return binary.BigEndian.Uint64(b), true, nil
 }
 
 // pebbleLogger routes pebble's messages to slog; pebble's Fatalf means the
