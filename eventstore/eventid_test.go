@@ -46,3 +46,33 @@ func FuzzDeriveEventID(f *testing.F) {
 		}
 	})
 }
+
+// SequencedEventID keeps the last 8 bytes of DeriveEventID (variant
+// included), puts seq in the first 8 around a version-8 nibble, and so
+// orders ids as their seqs.
+func TestSequencedEventIDOrdersBySeq(t *testing.T) {
+	seqs := []uint64{0, 1, 0xfff, 0x1000, 0x1001, 1 << 40, uint64(1762000000000000) << 8, 1<<60 - 1}
+	var prev EventID
+	for n, seq := range seqs {
+		id := SequencedEventID(seq, "req|r1|abc|account-1|no-stream", 1)
+		derived := DeriveEventID("req|r1|abc|account-1|no-stream", 1)
+		if [8]byte(id[8:]) != [8]byte(derived[8:]) {
+			t.Fatalf("seq %#x: last 8 bytes %x, want DeriveEventID's %x", seq, id[8:], derived[8:])
+		}
+		u := uuid.UUID(id)
+		if u.Version() != 8 || u.Variant() != uuid.RFC4122 {
+			t.Fatalf("seq %#x: %v is version %d, variant %v; want 8, RFC 4122", seq, u, u.Version(), u.Variant())
+		}
+		if got := uint64(id[0])<<52 | uint64(id[1])<<44 | uint64(id[2])<<36 | uint64(id[3])<<28 | uint64(id[4])<<20 |
+			uint64(id[5])<<12 | uint64(id[6]&0x0f)<<8 | uint64(id[7]); got != seq {
+			t.Fatalf("seq %#x reads back as %#x from %v", seq, got, u)
+		}
+		if n > 0 && strings.Compare(string(prev[:]), string(id[:])) >= 0 {
+			t.Fatalf("seq %#x: %v does not sort after the id of seq %#x, %v", seq, u, seqs[n-1], uuid.UUID(prev))
+		}
+		prev = id
+	}
+	if SequencedEventID(7, "k", 0) == SequencedEventID(7, "k", 1) {
+		t.Fatal("two events of one seq share an id")
+	}
+}

@@ -22,8 +22,8 @@
 //
 // # Event ids
 //
-// Event i of an append gets eventstore.DeriveEventID(name, i) for a name that
-// depends on whether an idempotency key applies:
+// Event i of an append gets an id derived from a name (DeriveEventID or, with
+// no key, SequencedEventID) that depends on whether an idempotency key applies:
 //
 //   - No key: name = "req|<request id>|<nonce>|<stream>|<expected revision>",
 //     with a nonce no other Execute call shares. Re-sending the same append after
@@ -31,6 +31,9 @@
 //     answers a stored append with its original result instead of storing it
 //     twice; a re-decided attempt expects another revision and gets new ids;
 //     another call never collides, even if a client reuses its X-Request-ID.
+//     These ids are eventstore.SequencedEventID(seq, name, i) with a sequence
+//     number per call that ascends, so the event store's id index receives
+//     them in order.
 //   - Key (inside Idempotent, or RequestMeta.IdempotencyKey):
 //     name = "idem|<sha256(scope, key)>|<generation>|<stream>|<fingerprint>|<n>"
 //     (with an explicit RequestMeta key: "key|<key>|<stream>|<fingerprint>|0"),

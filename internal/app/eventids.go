@@ -21,11 +21,13 @@ import (
 //     on every attempt and every retry of the request, so a repeat of an
 //     append that already happened is recognised (by the store, and by
 //     Execute scanning the stream for the first id);
-//   - otherwise: "req|<request id>|<nonce of this Execute call, see callNonce>|<stream>|<expected revision>",
+//   - otherwise: "req|<request id>|<nonce of this Execute call, see nextCall>|<stream>|<expected revision>",
 //     so one call re-sending the same append after an unknown outcome reuses
 //     its ids (the store answers with the original result), while a re-decided
 //     attempt (expected revision moved) or another call never collides, even
-//     when a client reuses its X-Request-ID.
+//     when a client reuses its X-Request-ID. These ids are
+//     eventstore.SequencedEventID(seq of the call, name, i): they ascend from
+//     call to call, which the event store's id index inserts cheaply.
 type eventNaming struct {
 	keyed bool
 	// recovering: a previous attempt of this keyed request may have
@@ -33,6 +35,7 @@ type eventNaming struct {
 	// the command's first event id before deciding.
 	recovering bool
 	name       string // keyed: the full name; otherwise the prefix before "|<expected revision>"
+	seq        uint64 // unkeyed: the call's sequence number
 }
 
 // ids returns the event ids of an append of n events with expectation expect.
@@ -47,7 +50,11 @@ func (n eventNaming) ids(expect eventstore.Revision, count int) []eventstore.Eve
 	}
 	out := make([]eventstore.EventID, count)
 	for i := range out {
-		out[i] = eventstore.DeriveEventID(name, i)
+		if n.keyed {
+			out[i] = eventstore.DeriveEventID(name, i)
+		} else {
+			out[i] = eventstore.SequencedEventID(n.seq, name, i)
+		}
 	}
 	return out
 }
@@ -76,7 +83,8 @@ func naming(ctx context.Context, stream string, cmd any, meta RequestMeta) event
 			name:       fmt.Sprintf("key|%s|%s|%s|0", meta.IdempotencyKey, stream, fingerprint(cmd)),
 		}
 	}
-	return eventNaming{name: "req|" + meta.RequestID + "|" + callNonce() + "|" + stream}
+	nonce, seq := nextCall()
+	return eventNaming{name: "req|" + meta.RequestID + "|" + nonce + "|" + stream, seq: seq}
 }
 
 // fingerprint identifies a command value: its Go type and JSON encoding,

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"tvsm/domain"
 	"tvsm/eventstore"
@@ -244,6 +247,31 @@ func TestExecuteWithoutCache(t *testing.T) {
 // With RequestMeta.IdempotencyKey, repeating a command returns its first
 // outcome: the retry after a lost response neither fails ("exists") nor
 // appends again.
+// Without an idempotency key, the events of later calls get greater ids
+// (the event store indexes them in order), in the version-8 form of
+// eventstore.SequencedEventID; with a key they stay name-derived (version 5).
+func TestExecuteUnkeyedEventIDsAscend(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x := e.executor(nil, Options{})
+	mustExec(t, x, "counter-1", create{Name: "a"})
+	mustExec(t, x, "counter-2", create{Name: "b"})
+	mustExec(t, x, "counter-1", add{N: 2})
+	mustExec(t, x, "counter-1", add{N: 3})
+	ids := []eventstore.EventID{e.read("counter-1")[0].ID, e.read("counter-2")[0].ID}
+	for _, r := range e.read("counter-1")[1:] {
+		ids = append(ids, r.ID)
+	}
+	for i, id := range ids {
+		if v := uuid.UUID(id).Version(); v != 8 {
+			t.Fatalf("event id %d %v: version %d, want 8", i, uuid.UUID(id), v)
+		}
+		if i > 0 && bytes.Compare(ids[i-1][:], id[:]) >= 0 {
+			t.Fatalf("event id %d %v not above the one before, %v", i, uuid.UUID(id), uuid.UUID(ids[i-1]))
+		}
+	}
+}
+
 func TestExecuteWithKeyReturnsFirstOutcome(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -401,26 +429,34 @@ func TestExecuteNewStreamThatExists(t *testing.T) {
 func TestCallNoncesAreUnique(t *testing.T) {
 	t.Parallel()
 	const workers, each = 4, 2500
-	got := make(chan string, workers*each)
+	type call struct {
+		nonce string
+		seq   uint64
+	}
+	got := make(chan call, workers*each)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for range each {
-				got <- callNonce()
+				n, seq := nextCall()
+				got <- call{n, seq}
 			}
 		})
 	}
 	wg.Wait()
 	close(got)
-	seen := map[string]bool{}
-	for n := range got {
-		if seen[n] {
-			t.Fatalf("nonce %q made twice", n)
+	seen, seqs := map[string]bool{}, map[uint64]bool{}
+	for c := range got {
+		if seen[c.nonce] || seqs[c.seq] {
+			t.Fatalf("call %q (sequence %d) made twice", c.nonce, c.seq)
 		}
-		if !strings.HasPrefix(n, callNonces.prefix) || len(callNonces.prefix) != 33 {
-			t.Fatalf("nonce %q: want the process prefix %q (32 hex digits and a dot)", n, callNonces.prefix)
+		if !strings.HasPrefix(c.nonce, callNonces.prefix) || len(callNonces.prefix) != 33 {
+			t.Fatalf("nonce %q: want the process prefix %q (32 hex digits and a dot)", c.nonce, callNonces.prefix)
 		}
-		seen[n] = true
+		if c.seq <= callNonces.base {
+			t.Fatalf("sequence %d not above the process base %d", c.seq, callNonces.base)
+		}
+		seen[c.nonce], seqs[c.seq] = true, true
 	}
 	if len(seen) != workers*each {
 		t.Fatalf("%d nonces, want %d", len(seen), workers*each)

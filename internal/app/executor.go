@@ -174,12 +174,22 @@ func nonce() string {
 // and, with 128 random bits, no two processes do either. Every Execute
 // names its events with one (two for an account create), and reading
 // crypto/rand each time cost about 0.4 µs apiece.
+//
+// Each call also gets a sequence number, which orders its event ids
+// (eventstore.SequencedEventID): the process's start time in µs, times 256,
+// plus the counter. A process started later starts above every number an
+// earlier one reached unless that one made 256 calls per µs, so the ids of
+// a node's events ascend across restarts too; uniqueness does not rest on
+// it (see SequencedEventID).
 var callNonces = struct {
 	prefix string
+	base   uint64
 	n      atomic.Uint64
-}{prefix: nonce() + "."}
+}{prefix: nonce() + ".", base: uint64(time.Now().UnixMicro()) << 8}
 
-// callNonce returns a name no other Execute call shares.
-func callNonce() string {
-	return callNonces.prefix + strconv.FormatUint(callNonces.n.Add(1), 36)
+// nextCall returns a name no other Execute call shares and the call's
+// sequence number.
+func nextCall() (nonce string, seq uint64) {
+	n := callNonces.n.Add(1)
+	return callNonces.prefix + strconv.FormatUint(n, 36), callNonces.base + n
 }
