@@ -54,9 +54,11 @@ func SequencedEventID(seq uint64, key string, i int) EventID {
 	return id
 }
 
-// NewEventID returns a random (version 4) event ID, for events that no
-// client request can retry (system events).
-func NewEventID() EventID { return EventID(uuid.New()) }
+// NewEventID returns a new time-ordered (version 7) event ID, for events
+// that no client request can retry (system events, unkeyed device reports).
+// Ordered ids reach a store's id index in order (see SequencedEventID).
+// Like uuid.New, it panics only if crypto/rand fails.
+func NewEventID() EventID { return EventID(uuid.Must(uuid.NewV7())) }
 
 // ParseEventID parses the textual UUID form.
 func ParseEventID(s string) (EventID, error) {

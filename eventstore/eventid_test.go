@@ -76,3 +76,17 @@ func TestSequencedEventIDOrdersBySeq(t *testing.T) {
 		t.Fatal("two events of one seq share an id")
 	}
 }
+
+func TestNewEventIDsAreVersion7AndAscend(t *testing.T) {
+	prev := NewEventID()
+	for range 1000 {
+		id := NewEventID()
+		if v := uuid.UUID(id).Version(); v != 7 {
+			t.Fatalf("%v is version %d, want 7", uuid.UUID(id), v)
+		}
+		if strings.Compare(string(prev[:]), string(id[:])) >= 0 {
+			t.Fatalf("%v does not sort after %v", uuid.UUID(id), uuid.UUID(prev))
+		}
+		prev = id
+	}
+}
