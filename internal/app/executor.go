@@ -189,7 +189,7 @@ var callNonces = struct {
 
 // nextCall returns a name no other Execute call shares and the call's
 // sequence number.
-func nextCall() (nonce string, seq uint64) {
+func nextCall() (name string, seq uint64) {
 	n := callNonces.n.Add(1)
 	return callNonces.prefix + strconv.FormatUint(n, 36), callNonces.base + n
 }
