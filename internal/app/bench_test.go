@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -97,4 +98,26 @@ func BenchmarkIDAllocatorNextParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkStreamLockUncontended: what every command pays to serialise on
+// its stream when no other command holds it (nearly always). The context
+// is a request's (cancellable), as in a handler.
+func BenchmarkStreamLockUncontended(b *testing.B) {
+	var locks streamLocks
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	streams := make([]string, 1024)
+	for i := range streams {
+		streams[i] = fmt.Sprintf("account-%d", i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		h, err := locks.lock(ctx, streams[i%len(streams)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		h.unlock()
+	}
 }
