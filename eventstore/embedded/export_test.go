@@ -12,8 +12,8 @@ import (
 func (s *Store) PebbleDB() *pebble.DB { return s.db }
 
 // WithSmallKeyFilters makes the committer start a new recent-key filter, and
-// flush pebble, after every n keys it remembers (see recent.go), so that tests go through
-// many rotations.
+// flush pebble, after every n keys it remembers (see recent.go), so that
+// tests go through many rotations.
 func WithSmallKeyFilters(o Options, n int) Options {
 	o.filterGenKeys = n
 	return o
@@ -54,10 +54,6 @@ func RewriteAsFormat2(dir string) error {
 		return err
 	}
 	defer db.Close()
-	return rewriteAsFormat2(db)
-}
-
-func rewriteAsFormat2(db *pebble.DB) error {
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindStream}, UpperBound: []byte{kindStream + 1}})
 	if err != nil {
 		return err

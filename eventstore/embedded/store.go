@@ -309,8 +309,9 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from eventstore.R
 	}
 	if start > 0 {
 		// Reading past the end (checking a cached aggregate for news) costs a
-		// second point lookup instead of an iterator.
-		last, _, err := s.streamHead(stream, nil)
+		// second point lookup instead of an iterator. The stream exists, so
+		// without a head key it ends at revision 0.
+		last, _, err := s.indexedPos(headKey(stream), nil)
 		if err != nil {
 			return nil, fmt.Errorf("embedded: read %q: %w", stream, err)
 		}
