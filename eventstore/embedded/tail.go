@@ -67,11 +67,13 @@ func (t *tail) add(events []eventstore.RecordedEvent) {
 		drop++
 	}
 	if drop > 0 {
-		// Compact instead of reslicing, so that dropped segments are
-		// released and the slice does not creep through memory.
-		n := copy(t.segments, t.segments[drop:])
-		clear(t.segments[n:])
-		t.segments = t.segments[:n]
+		// Reslice rather than compact: a compaction copied every segment
+		// held (about 2,000 under creates) on every add. Clearing the
+		// dropped entries releases their events; the array's unused front
+		// goes when a later append outgrows it and copies only the live
+		// segments.
+		clear(t.segments[:drop])
+		t.segments = t.segments[drop:]
 	}
 }
 

@@ -124,3 +124,66 @@ func TestTailDropsOldGroupsAndStartsOverAfterAGap(t *testing.T) {
 	}
 	wantRange(t, got, pos+10, pos+11)
 }
+
+// The tail drops its oldest groups by reslicing: its backing array must not
+// grow without bound, and the dropped entries still in it must not hold
+// their events.
+func TestTailMemoryStaysBoundedUnderManySmallGroups(t *testing.T) {
+	var tl tail
+	pos := uint64(1)
+	for range 20 * tailEvents { // one-event groups: the most segments
+		tl.add(tailRun(pos, 1, 1))
+		pos++
+		if len(tl.segments) > tailEvents {
+			t.Fatalf("%d segments held, bound %d events", len(tl.segments), tailEvents)
+		}
+		if c := cap(tl.segments); c > 4*tailEvents {
+			t.Fatalf("backing array of %d segments for %d held", c, len(tl.segments))
+		}
+	}
+	// The front of the backing array, before segments[0], holds no events.
+	backing := tl.segments[:cap(tl.segments)]
+	tl.add(tailRun(pos, 1, 1))
+	pos++
+	front := -1
+	for k := range backing {
+		if &backing[k] == &tl.segments[0] {
+			front = k
+		}
+	}
+	if front <= 0 {
+		t.Fatalf("segments[0] is at %d of the backing array, want a dropped front", front)
+	}
+	for k, seg := range backing[:front] {
+		if seg.events != nil {
+			t.Fatalf("dropped segment %d of the backing array still holds %d events", k, len(seg.events))
+		}
+	}
+	got, _, ok := tl.read(pos-11, pos-1, eventstore.Filter{})
+	if !ok {
+		t.Fatal("the newest events are not readable")
+	}
+	wantRange(t, got, pos-10, pos-1)
+}
+
+// BenchmarkTailAdd adds one group of 4 events to a full tail, as the
+// committer does for each group under account creates.
+func BenchmarkTailAdd(b *testing.B) {
+	var tl tail
+	pos := uint64(1)
+	// More groups than the tail holds: a group is reused (its positions
+	// rewritten) only after the tail has dropped it.
+	groups := make([][]eventstore.RecordedEvent, tailEvents)
+	for i := range groups {
+		groups[i] = tailRun(1, 4, 200)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		g := groups[i%len(groups)]
+		for j := range g {
+			g[j].Position = eventstore.Position{Commit: pos + uint64(j), Prepare: pos + uint64(j)}
+		}
+		tl.add(g)
+		pos += uint64(len(g))
+	}
+}
