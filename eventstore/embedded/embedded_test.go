@@ -80,14 +80,7 @@ func TestClosedStore(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-got:
-		if !errors.Is(err, eventstore.ErrClosed) {
-			t.Fatalf("Recv after Close: %v, want ErrClosed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Recv did not return after Close")
-	}
+	wantClosed(t, got, 5*time.Second, "Recv after Close")
 	if _, err := s.Append(ctx, "x", eventstore.Any, event("x", 0)); !errors.Is(err, eventstore.ErrClosed) {
 		t.Fatalf("Append after Close: %v, want ErrClosed", err)
 	}
@@ -132,14 +125,7 @@ func TestCloseAnswersAppendsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range writers {
-		select {
-		case err := <-errs:
-			if !errors.Is(err, eventstore.ErrClosed) {
-				t.Fatalf("append during Close: %v, want ErrClosed", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("an append in flight at Close was never answered")
-		}
+		wantClosed(t, errs, 10*time.Second, "append during Close")
 	}
 	r := openStore(t, dir)
 	for w, n := range acked {
@@ -161,5 +147,19 @@ func TestOpenLocksDirectory(t *testing.T) {
 	if s, err := embedded.Open(dir, embedded.Options{}); err == nil {
 		s.Close()
 		t.Fatal("second Open of a directory in use succeeded")
+	}
+}
+
+// wantClosed fails t unless what, answering on got within the given time,
+// answers ErrClosed.
+func wantClosed(t *testing.T, got <-chan error, within time.Duration, what string) {
+	t.Helper()
+	select {
+	case err := <-got:
+		if !errors.Is(err, eventstore.ErrClosed) {
+			t.Fatalf("%s: %v, want ErrClosed", what, err)
+		}
+	case <-time.After(within):
+		t.Fatalf("%s: no answer within %v", what, within)
 	}
 }
