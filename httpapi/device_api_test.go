@@ -671,3 +671,38 @@ func TestDeviceWebsocket(t *testing.T) {
 		t.Fatalf("%d connections after a refused upgrade", n)
 	}
 }
+
+// A failed login, a quiet minute, then more wrong passwords from the same
+// address: each must answer 401 and count, so the sixth failure within a
+// window is refused. Once, the quiet minute left an empty entry in the
+// limiter that the next failure read past its end: a 500, and failures from
+// that address stopped counting.
+func TestLoginThrottleAfterQuietWindow(t *testing.T) {
+	clock := testutil.NewClock(time.Now().UTC())
+	limits := throttle.GuardOptions{LoginLimit: 5, AddressLimit: 100}
+	r := newDevRig(t, nodetest.Options{Clock: clock.Now, DeviceLogins: limits, AdminLogins: limits})
+	attempts := map[string]func(password string) (int, []byte){
+		"admin Basic": func(password string) (int, []byte) {
+			return r.env.Do(t, http.MethodGet, "/api/admin/providers", r.env.SuperLogin, password, nil)
+		},
+		"device": func(password string) (int, []byte) {
+			return r.env.Do(t, http.MethodPost, "/api/device/login", "", "", r.loginBody(r.login, "box", password))
+		},
+	}
+	for name, attempt := range attempts {
+		t.Run(name, func(t *testing.T) {
+			if status, body := attempt("guess"); status != http.StatusUnauthorized {
+				t.Fatalf("first wrong password: %d %s", status, body)
+			}
+			clock.Advance(61 * time.Second)
+			for i := 1; i <= 5; i++ {
+				if status, body := attempt("guess"); status != http.StatusUnauthorized {
+					t.Fatalf("wrong password %d after the quiet minute: %d %s", i, status, body)
+				}
+			}
+			status, body := attempt("guess")
+			devFails(t, status, body, http.StatusTooManyRequests, "too_many_requests")
+			clock.Advance(61 * time.Second)
+		})
+	}
+}

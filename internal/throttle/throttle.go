@@ -88,6 +88,12 @@ func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
 	}
 	e := el.Value.(*entry)
 	e.expire(now - int64(l.opts.Window))
+	if len(e.times) == 0 {
+		// Every tracked entry has a failure in the window: forgetExpired
+		// orders entries by their last one.
+		l.remove(el)
+		return true, 0
+	}
 	if len(e.times) < l.opts.Limit {
 		return true, 0
 	}
@@ -138,11 +144,12 @@ func (l *Limiter) Len() int {
 }
 
 // forgetExpired drops keys whose last failure left the window. They are at
-// the front, the order being by last failure.
+// the front, the order being by last failure. Allow drops an entry it
+// empties, so none is empty here; one that were would count as expired.
 func (l *Limiter) forgetExpired(horizon int64) {
 	for el := l.order.Front(); el != nil; el = l.order.Front() {
 		e := el.Value.(*entry)
-		if e.times[len(e.times)-1] > horizon {
+		if n := len(e.times); n > 0 && e.times[n-1] > horizon {
 			return
 		}
 		l.remove(el)

@@ -168,3 +168,26 @@ func TestLimiterConcurrent(t *testing.T) {
 		t.Fatalf("%d keys tracked, bound 50", n)
 	}
 }
+
+// A failure, a quiet window, an Allow that expires the failure, then more
+// failures: Allow must drop the emptied key, or the next Fail reads the
+// last failure of an entry that has none (it panicked, and failures of that
+// key stopped counting).
+func TestLimiterFailAfterAllowExpiredEverything(t *testing.T) {
+	clock := testutil.NewClock(t0)
+	l := New(Options{Limit: 5, Window: time.Minute, Clock: clock.Now})
+	l.Fail("10.0.0.1")
+	clock.Advance(61 * time.Second)
+	mustAllow(t, l, "10.0.0.1")
+	if n := l.Len(); n != 0 {
+		t.Fatalf("%d keys tracked after their only failure expired, want 0", n)
+	}
+	for i := 1; i <= 5; i++ {
+		mustAllow(t, l, "10.0.0.1")
+		l.Fail("10.0.0.1")
+		clock.Advance(time.Second)
+	}
+	// Failures at 61..65 s; now is 66 s: the sixth attempt is refused until
+	// the one at 61 s leaves the window.
+	mustRefuse(t, l, "10.0.0.1", 55*time.Second)
+}
