@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"tvsm/internal/node/nodetest"
+	"tvsm/internal/testkit/nodetest"
 )
 
 func TestAdminCategoryRoundTrip(t *testing.T) {

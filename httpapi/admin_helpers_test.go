@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"tvsm/eventstore"
-	"tvsm/internal/node/nodetest"
+	"tvsm/internal/testkit/nodetest"
 )
 
 // Black-box tests of the Admin API: a real node behind a real HTTP server,

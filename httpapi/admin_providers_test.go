@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"tvsm/internal/node/nodetest"
+	"tvsm/internal/testkit/nodetest"
 )
 
 func TestAdminProviderRoundTrip(t *testing.T) {

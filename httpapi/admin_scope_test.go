@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"tvsm/internal/node/nodetest"
+	"tvsm/internal/testkit/nodetest"
 )
 
 // TestAdminScope checks what a provider-scoped admin may do: read its own

@@ -6,8 +6,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"tvsm/internal/platform/throttle"
 	"tvsm/internal/service"
-	"tvsm/internal/throttle"
 )
 
 // IdempotencyKeyHeader names a POST create, so that its retries create once.

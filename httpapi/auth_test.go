@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"tvsm/internal/testutil"
+	"tvsm/internal/testkit/testutil"
 
 	"github.com/gin-gonic/gin"
 	"golang.org/x/crypto/bcrypt"

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"tvsm/internal/node/nodetest"
+	"tvsm/internal/testkit/nodetest"
 )
 
 // TestProfilerForSuperadminsOnly: the profiler answers superadmins, and

@@ -12,8 +12,8 @@ import (
 
 	"tvsm/domain"
 	"tvsm/httpapi/wire"
+	"tvsm/internal/platform/throttle"
 	"tvsm/internal/service"
-	"tvsm/internal/throttle"
 	"tvsm/wsgateway"
 )
 

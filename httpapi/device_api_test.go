@@ -17,10 +17,10 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
-	"tvsm/internal/node/nodetest"
+	"tvsm/internal/platform/throttle"
 	"tvsm/internal/service"
-	"tvsm/internal/testutil"
-	"tvsm/internal/throttle"
+	"tvsm/internal/testkit/nodetest"
+	"tvsm/internal/testkit/testutil"
 )
 
 // Black-box tests of the Device API over real HTTP: a node with the

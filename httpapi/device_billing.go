@@ -11,7 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"tvsm/domain"
-	"tvsm/internal/billing"
+	"tvsm/internal/adapters/billing"
 )
 
 // Error codes of the billing proxy.

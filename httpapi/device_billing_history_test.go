@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"tvsm/httpapi"
-	"tvsm/internal/billing"
-	"tvsm/internal/billing/billingtest"
-	"tvsm/internal/node/nodetest"
+	"tvsm/internal/adapters/billing"
+	"tvsm/internal/adapters/billing/billingtest"
+	"tvsm/internal/testkit/nodetest"
 )
 
 // TestBillingJournalInAccountHistory runs the proxy over a real node: the

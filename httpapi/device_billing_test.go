@@ -19,8 +19,8 @@ import (
 
 	"tvsm/domain"
 	"tvsm/httpapi"
-	"tvsm/internal/billing"
-	"tvsm/internal/billing/billingtest"
+	"tvsm/internal/adapters/billing"
+	"tvsm/internal/adapters/billing/billingtest"
 )
 
 // The billing proxy against a real HTTP server playing the operator's

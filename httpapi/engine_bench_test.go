@@ -11,9 +11,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"tvsm/httpapi/wire"
-	"tvsm/internal/metrics"
-	"tvsm/internal/testutil"
-	"tvsm/internal/throttle"
+	"tvsm/internal/platform/metrics"
+	"tvsm/internal/platform/throttle"
+	"tvsm/internal/testkit/testutil"
 )
 
 // benchAccountBody is an account create as BenchmarkHTTPThroughput sends it.

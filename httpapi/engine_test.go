@@ -17,8 +17,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"tvsm/eventstore"
-	"tvsm/internal/metrics"
-	"tvsm/internal/testutil"
+	"tvsm/internal/platform/metrics"
+	"tvsm/internal/testkit/testutil"
 )
 
 type testServer struct {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"tvsm/internal/throttle"
+	"tvsm/internal/platform/throttle"
 )
 
 // CodeTooManyRequests is the error code of a 429: too many failed logins.

@@ -17,7 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"tvsm/internal/metrics"
+	"tvsm/internal/platform/metrics"
 )
 
 // HeaderRequestID carries the request id in requests and responses.

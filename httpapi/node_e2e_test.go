@@ -11,8 +11,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"tvsm/domain"
-	"tvsm/internal/node/nodetest"
-	"tvsm/internal/testutil"
+	"tvsm/internal/testkit/nodetest"
+	"tvsm/internal/testkit/testutil"
 )
 
 // The whole path through one node, as an operator's integration and a set-top

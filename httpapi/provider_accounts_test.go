@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"tvsm/internal/node/nodetest"
+	"tvsm/internal/testkit/nodetest"
 )
 
 func TestProviderAccountCreateAnswersEveryField(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"tvsm/internal/node/nodetest"
+	"tvsm/internal/testkit/nodetest"
 )
 
 // feed reads the whole change feed after pos in pages of limit, checking

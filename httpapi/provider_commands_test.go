@@ -13,8 +13,8 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/httpapi"
-	"tvsm/internal/node/nodetest"
-	"tvsm/internal/testutil"
+	"tvsm/internal/testkit/nodetest"
+	"tvsm/internal/testkit/testutil"
 )
 
 // Black-box tests of the command endpoint and the receipts view, over real

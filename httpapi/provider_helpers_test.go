@@ -12,7 +12,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/internal/app"
-	"tvsm/internal/node/nodetest"
+	"tvsm/internal/testkit/nodetest"
 )
 
 // Black-box tests of the Provider API: a real node (embedded store, read

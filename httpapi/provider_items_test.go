@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"tvsm/internal/node/nodetest"
+	"tvsm/internal/testkit/nodetest"
 )
 
 func TestProviderSubscriptionLifecycle(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"tvsm/internal/node/nodetest"
+	"tvsm/internal/testkit/nodetest"
 )
 
 // TestProviderSync is the must-show: a provider's sync job pushes

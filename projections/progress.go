@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"tvsm/eventstore"
-	"tvsm/internal/indexheap"
+	"tvsm/internal/platform/indexheap"
 )
 
 // Progress is the log position up to which a projection has applied events,

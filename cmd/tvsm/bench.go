@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"tvsm/internal/loadtest"
+	"tvsm/internal/tools/loadtest"
 )
 
 const benchUsage = `Usage: tvsm bench broadcast [flags]

@@ -8,8 +8,8 @@ import (
 	"io"
 	"time"
 
-	"tvsm/internal/billing"
-	"tvsm/internal/config"
+	"tvsm/internal/adapters/billing"
+	"tvsm/internal/platform/config"
 )
 
 // billingCheckUsage heads `tvsm billing-check -h`.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"tvsm/internal/billing/billingtest"
+	"tvsm/internal/adapters/billing/billingtest"
 )
 
 func TestBillingCheckConforming(t *testing.T) {

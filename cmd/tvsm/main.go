@@ -19,7 +19,7 @@ import (
 	"syscall"
 	_ "time/tzdata" // eod_timezone must work on hosts without a zone database
 
-	"tvsm/internal/config"
+	"tvsm/internal/platform/config"
 )
 
 func main() {

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"tvsm/internal/testutil"
+	"tvsm/internal/testkit/testutil"
 
 	"bufio"
 	"bytes"

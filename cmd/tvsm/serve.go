@@ -16,11 +16,11 @@ import (
 
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
-	"tvsm/internal/config"
-	"tvsm/internal/logging"
-	"tvsm/internal/metrics"
-	"tvsm/internal/node"
-	"tvsm/internal/throttle"
+	"tvsm/internal/platform/config"
+	"tvsm/internal/platform/logging"
+	"tvsm/internal/platform/metrics"
+	"tvsm/internal/platform/throttle"
+	"tvsm/internal/wiring/node"
 	"tvsm/projections/stats"
 	"tvsm/projections/stats/clickhouse"
 )

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"tvsm/internal/simulate"
+	"tvsm/internal/tools/simulate"
 )
 
 // simulateUsage heads `tvsm simulate -h`.

@@ -16,7 +16,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
-	"tvsm/internal/testutil"
+	"tvsm/internal/testkit/testutil"
 )
 
 // benchPayload is a typical account event: about 200 bytes of JSON.

@@ -10,7 +10,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
-	"tvsm/internal/testutil"
+	"tvsm/internal/testkit/testutil"
 )
 
 // The tests use a tiny counter aggregate instead of the real ones.

@@ -10,9 +10,9 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/internal/app"
-	"tvsm/internal/node/nodetest"
 	"tvsm/internal/service"
-	"tvsm/internal/testutil"
+	"tvsm/internal/testkit/nodetest"
+	"tvsm/internal/testkit/testutil"
 	"tvsm/projections/readmodel"
 )
 

@@ -15,8 +15,8 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore/embedded"
 	"tvsm/internal/app"
-	"tvsm/internal/node"
 	"tvsm/internal/service"
+	"tvsm/internal/wiring/node"
 	"tvsm/projections"
 	"tvsm/projections/readmodel"
 )

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"tvsm/domain"
-	"tvsm/internal/node/nodetest"
 	"tvsm/internal/service"
-	"tvsm/internal/testutil"
+	"tvsm/internal/testkit/nodetest"
+	"tvsm/internal/testkit/testutil"
 )
 
 var sendT0 = time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)

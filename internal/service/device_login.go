@@ -10,8 +10,8 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/internal/adapters/devauth"
 	"tvsm/internal/app"
-	"tvsm/internal/devauth"
 	"tvsm/projections/readmodel"
 )
 

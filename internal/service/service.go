@@ -15,8 +15,8 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/internal/adapters/devauth"
 	"tvsm/internal/app"
-	"tvsm/internal/devauth"
 	"tvsm/projections/readmodel"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"tvsm/internal/schedule"
+	"tvsm/internal/platform/schedule"
 )
 
 // SchedulerOptions configure a Scheduler. The zero value gives the

@@ -17,7 +17,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
-	"tvsm/internal/schedule"
+	"tvsm/internal/platform/schedule"
 	"tvsm/projections"
 	"tvsm/wsgateway"
 )

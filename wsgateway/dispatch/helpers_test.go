@@ -19,7 +19,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
-	"tvsm/internal/testutil"
+	"tvsm/internal/testkit/testutil"
 	"tvsm/wsgateway"
 	"tvsm/wsgateway/dispatch"
 )

@@ -9,7 +9,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
-	"tvsm/internal/schedule"
+	"tvsm/internal/platform/schedule"
 	"tvsm/wsgateway"
 )
 

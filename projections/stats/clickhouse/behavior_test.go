@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"tvsm/internal/chtest"
+	"tvsm/internal/testkit/chtest"
 	"tvsm/projections/stats"
 	"tvsm/projections/stats/clickhouse"
 	"tvsm/projections/stats/statstest"

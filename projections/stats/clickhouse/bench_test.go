@@ -10,7 +10,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"tvsm/internal/chtest"
+	"tvsm/internal/testkit/chtest"
 	"tvsm/projections/stats"
 	"tvsm/projections/stats/clickhouse"
 	"tvsm/projections/stats/statstest"

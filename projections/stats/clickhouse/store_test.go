@@ -14,7 +14,7 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"tvsm/internal/chtest"
+	"tvsm/internal/testkit/chtest"
 	"tvsm/projections/stats"
 	"tvsm/projections/stats/clickhouse"
 	"tvsm/projections/stats/statstest"

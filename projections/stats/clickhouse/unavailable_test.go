@@ -6,7 +6,7 @@ import (
 	"net"
 	"testing"
 
-	"tvsm/internal/chtest"
+	"tvsm/internal/testkit/chtest"
 	"tvsm/projections/stats"
 	"tvsm/projections/stats/clickhouse"
 	"tvsm/projections/stats/statstest"

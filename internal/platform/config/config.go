@@ -1,0 +1,505 @@
+// Package config loads the settings of tvsm's subcommands.
+//
+// Every setting has one name that derives its three spellings: the YAML key
+// (`log_level`), the command-line flag (`--log-level`) and the environment
+// variable (`TVSM_LOG_LEVEL`). Sources are applied in increasing precedence:
+//
+//	defaults < YAML file (--config or TVSM_CONFIG) < environment TVSM_* < flags
+//
+// Every value goes through the same parser whatever its source, so a bad
+// value is rejected identically and the error names where it came from.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"tvsm/internal/platform/logging"
+)
+
+// Backend names for EventStore and Stats.
+const (
+	EventStoreEmbedded = "embedded"
+	StatsEmbedded      = "embedded"
+)
+
+// Feature flags.
+const (
+	// FeatureBilling turns on the billing proxy of the Device API (spec §1.9).
+	FeatureBilling = "billing"
+)
+
+// KnownFeatures lists every feature flag the binary understands.
+var KnownFeatures = []string{FeatureBilling}
+
+// Config is the configuration of `tvsm serve` (and of the other subcommands
+// that open the same data).
+type Config struct {
+	// HTTPAddr is the listen address of the HTTP server (host:port).
+	HTTPAddr string
+	// DataDir holds everything the embedded backends and snapshots store.
+	DataDir string
+	// EventStore is "embedded" or an EventStoreDB URL (esdb://, esdb+discover://).
+	EventStore string
+	// Stats is "embedded" or a ClickHouse URL (clickhouse://).
+	Stats string
+	// Features are the enabled feature flags, each one of KnownFeatures.
+	Features []string
+	// LogLevel is the lowest level logged.
+	LogLevel slog.Level
+	// LogFormat is the shape of log lines.
+	LogFormat logging.Format
+	// AccessLog logs every answered HTTP request at info level; without it
+	// only failed ones are (4xx at info, 5xx at error), the rest at debug.
+	AccessLog bool
+	// AdminLogin and AdminPassword bootstrap the first superadmin when no
+	// admin exists yet (DESIGN.md §4). Both optional.
+	AdminLogin    string
+	AdminPassword string
+	// ShutdownTimeout bounds the graceful drain of in-flight requests.
+	ShutdownTimeout time.Duration
+	// CommitDelay is how long the embedded event store lets an fsync wait
+	// for more concurrent appends to share it; zero disables the wait.
+	CommitDelay time.Duration
+	// ReadYourWritesTimeout bounds how long a write waits for the read model
+	// to apply its position before answering.
+	ReadYourWritesTimeout time.Duration
+	// EndOfDayLocation is the time zone whose midnight closes a statistics day.
+	EndOfDayLocation *time.Location
+	// NodeName names this node in delivery claims and connection events;
+	// empty means the host name.
+	NodeName string
+	// BillingHeaderPrefix starts the account and provider headers sent to
+	// billing (X-TVSM-; operators migrating from another product set theirs).
+	BillingHeaderPrefix string
+	// BillingTimeout bounds one proxied billing call.
+	BillingTimeout time.Duration
+	// Failed logins allowed per minute before 429, per login and per client
+	// address, for administrators (HTTP Basic) and devices (device login).
+	AdminLoginFailures, AdminAddressFailures   int
+	DeviceLoginFailures, DeviceAddressFailures int
+}
+
+// Defaults returns the configuration used when nothing is set: everything
+// embedded, data under ./data, listening on :8080.
+func Defaults() Config {
+	return Config{
+		HTTPAddr:              ":8080",
+		DataDir:               "./data",
+		EventStore:            EventStoreEmbedded,
+		Stats:                 StatsEmbedded,
+		Features:              []string{},
+		LogLevel:              slog.LevelInfo,
+		LogFormat:             logging.Text,
+		ShutdownTimeout:       15 * time.Second,
+		ReadYourWritesTimeout: 5 * time.Second,
+		CommitDelay:           300 * time.Microsecond,
+		EndOfDayLocation:      time.UTC,
+		BillingHeaderPrefix:   "X-TVSM-",
+		BillingTimeout:        10 * time.Second,
+		AdminLoginFailures:    5,
+		AdminAddressFailures:  20,
+		DeviceLoginFailures:   5,
+		DeviceAddressFailures: 20,
+	}
+}
+
+// HasFeature reports whether feature flag name is enabled.
+func (c Config) HasFeature(name string) bool { return slices.Contains(c.Features, name) }
+
+// Validate checks every field the way Load checks values from its sources, so
+// a Config built in code is held to the same rules.
+func (c Config) Validate() error {
+	scratch := Defaults()
+	for _, s := range settings {
+		if err := s.set(&scratch, s.get(&c)); err != nil {
+			return fmt.Errorf("%s: %w", s.key, err)
+		}
+	}
+	if c.EndOfDayLocation == nil {
+		return errors.New("eod_timezone: not set")
+	}
+	if c.AdminPassword != "" && c.AdminLogin == "" {
+		return errors.New("admin_password is set but admin_login is not")
+	}
+	return nil
+}
+
+// LogValue renders the configuration for the start-up log line with secrets
+// (the admin password, passwords inside URLs) masked.
+func (c Config) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, len(settings))
+	for _, s := range settings {
+		v := s.get(&c)
+		switch {
+		case s.secret && v != "":
+			v = "***"
+		case s.url:
+			v = redactURL(v)
+		}
+		attrs = append(attrs, slog.String(s.key, v))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// setting is one configuration value and its parser. Its key is the YAML key;
+// the flag and the environment variable are derived from it.
+type setting struct {
+	key    string
+	usage  string
+	noFlag bool // secrets stay off the command line, where ps shows them
+	secret bool // masked in logs
+	url    bool // may carry credentials in its userinfo
+	list   bool // YAML also accepts a sequence
+	set    func(c *Config, v string) error
+	get    func(c *Config) string
+}
+
+func (s setting) flagName() string { return strings.ReplaceAll(s.key, "_", "-") }
+func (s setting) envName() string  { return envPrefix + strings.ToUpper(s.key) }
+
+const (
+	envPrefix  = "TVSM_"
+	configFlag = "config"
+	configEnv  = envPrefix + "CONFIG"
+)
+
+var settings = []setting{
+	{
+		key:   "http",
+		usage: "`host:port` the HTTP server listens on",
+		set: func(c *Config, v string) error {
+			if err := checkListenAddr(v); err != nil {
+				return err
+			}
+			c.HTTPAddr = v
+			return nil
+		},
+		get: func(c *Config) string { return c.HTTPAddr },
+	},
+	{
+		key:   "data",
+		usage: "data `directory` (event log, snapshots, embedded statistics)",
+		set: func(c *Config, v string) error {
+			if strings.TrimSpace(v) == "" {
+				return errors.New("must not be empty")
+			}
+			c.DataDir = v
+			return nil
+		},
+		get: func(c *Config) string { return c.DataDir },
+	},
+	{
+		key:   "eventstore",
+		usage: "event store `backend`: \"embedded\" or an EventStoreDB URL (esdb://host:2113?tls=false)",
+		url:   true,
+		set: func(c *Config, v string) error {
+			if err := checkBackend(v, EventStoreEmbedded, "esdb", "esdb+discover"); err != nil {
+				return err
+			}
+			c.EventStore = v
+			return nil
+		},
+		get: func(c *Config) string { return c.EventStore },
+	},
+	{
+		key:   "stats",
+		usage: "statistics `backend`: \"embedded\" or a ClickHouse URL (clickhouse://host:9000/db)",
+		url:   true,
+		set: func(c *Config, v string) error {
+			if err := checkBackend(v, StatsEmbedded, "clickhouse"); err != nil {
+				return err
+			}
+			c.Stats = v
+			return nil
+		},
+		get: func(c *Config) string { return c.Stats },
+	},
+	{
+		key:   "features",
+		usage: "comma-separated `list` of feature flags to enable (known: " + strings.Join(KnownFeatures, ", ") + ")",
+		list:  true,
+		set: func(c *Config, v string) error {
+			features, err := parseFeatures(v)
+			if err != nil {
+				return err
+			}
+			c.Features = features
+			return nil
+		},
+		get: func(c *Config) string { return strings.Join(c.Features, ",") },
+	},
+	{
+		key:   "log_level",
+		usage: "lowest `level` logged: debug, info, warn or error",
+		set: func(c *Config, v string) error {
+			l, err := logging.ParseLevel(v)
+			c.LogLevel = l
+			return err
+		},
+		get: func(c *Config) string { return logging.LevelName(c.LogLevel) },
+	},
+	{
+		key:   "log_format",
+		usage: "log line `format`: text or json",
+		set: func(c *Config, v string) error {
+			f, err := logging.ParseFormat(v)
+			c.LogFormat = f
+			return err
+		},
+		get: func(c *Config) string { return string(c.LogFormat) },
+	},
+	{
+		key:   "access_log",
+		usage: "`true` logs every answered HTTP request at info level; false (default) logs failed requests only, the rest at debug",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("%q is not true or false", v)
+			}
+			c.AccessLog = b
+			return nil
+		},
+		get: func(c *Config) string { return strconv.FormatBool(c.AccessLog) },
+	},
+	{
+		key:   "admin_login",
+		usage: "`login` of the superadmin created on first start when no admin exists",
+		set: func(c *Config, v string) error {
+			if strings.ContainsAny(v, ": \t\r\n") {
+				// Basic auth splits at the first colon; blanks are typos.
+				return fmt.Errorf("%q must not contain a colon or whitespace", v)
+			}
+			c.AdminLogin = v
+			return nil
+		},
+		get: func(c *Config) string { return c.AdminLogin },
+	},
+	{
+		key:    "admin_password",
+		usage:  "password of that superadmin (generated and printed once when empty)",
+		noFlag: true,
+		secret: true,
+		set: func(c *Config, v string) error {
+			c.AdminPassword = v
+			return nil
+		},
+		get: func(c *Config) string { return c.AdminPassword },
+	},
+	{
+		key:   "shutdown_timeout",
+		usage: "longest `duration` a graceful shutdown waits for in-flight requests",
+		set: func(c *Config, v string) error {
+			d, err := parsePositiveDuration(v)
+			c.ShutdownTimeout = d
+			return err
+		},
+		get: func(c *Config) string { return c.ShutdownTimeout.String() },
+	},
+	{
+		key:   "commit_delay",
+		usage: "`duration` an fsync of the embedded event store waits, while appends arrive concurrently, for more of them to share it (0 = none, at most 10ms)",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			switch {
+			case err != nil:
+				return fmt.Errorf("%q is not a duration such as 300us or 1ms", v)
+			case d < 0 || d > maxCommitDelay:
+				return fmt.Errorf("%q must be between 0 and %v", v, maxCommitDelay)
+			}
+			c.CommitDelay = d
+			return nil
+		},
+		get: func(c *Config) string { return c.CommitDelay.String() },
+	},
+	{
+		key:   "read_your_writes_timeout",
+		usage: "longest `duration` a write waits for the read model to apply it before answering",
+		set: func(c *Config, v string) error {
+			d, err := parsePositiveDuration(v)
+			c.ReadYourWritesTimeout = d
+			return err
+		},
+		get: func(c *Config) string { return c.ReadYourWritesTimeout.String() },
+	},
+	{
+		key:   "eod_timezone",
+		usage: "IANA time `zone` whose midnight closes a statistics day",
+		set: func(c *Config, v string) error {
+			loc, err := parseLocation(v)
+			if err != nil {
+				return err
+			}
+			c.EndOfDayLocation = loc
+			return nil
+		},
+		get: func(c *Config) string {
+			if c.EndOfDayLocation == nil {
+				return ""
+			}
+			return c.EndOfDayLocation.String()
+		},
+	},
+	{
+		key:   "node_name",
+		usage: "`name` of this node in delivery claims and connection events (default: the host name)",
+		set: func(c *Config, v string) error {
+			if strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) {
+				return errors.New("must be printable ASCII without spaces")
+			}
+			c.NodeName = v
+			return nil
+		},
+		get: func(c *Config) string { return c.NodeName },
+	},
+	{
+		key:   "billing_header_prefix",
+		usage: "`prefix` of the account and provider headers sent to billing",
+		set: func(c *Config, v string) error {
+			if v == "" || strings.ContainsFunc(v, func(r rune) bool {
+				return !(r == '-' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+			}) {
+				return errors.New("must be a non-empty header name prefix (letters, digits, -)")
+			}
+			c.BillingHeaderPrefix = v
+			return nil
+		},
+		get: func(c *Config) string { return c.BillingHeaderPrefix },
+	},
+	{
+		key:   "billing_timeout",
+		usage: "longest `duration` of one proxied billing call (then 504)",
+		set: func(c *Config, v string) error {
+			d, err := parsePositiveDuration(v)
+			c.BillingTimeout = d
+			return err
+		},
+		get: func(c *Config) string { return c.BillingTimeout.String() },
+	},
+	failuresSetting("admin_login_failures", "failed Basic logins of one administrator", func(c *Config) *int { return &c.AdminLoginFailures }),
+	failuresSetting("admin_address_failures", "failed Basic logins from one client address", func(c *Config) *int { return &c.AdminAddressFailures }),
+	failuresSetting("device_login_failures", "failed device logins of one account login", func(c *Config) *int { return &c.DeviceLoginFailures }),
+	failuresSetting("device_address_failures", "failed device logins from one client address", func(c *Config) *int { return &c.DeviceAddressFailures }),
+}
+
+// failuresSetting is a limit of failed logins per minute.
+func failuresSetting(key, what string, field func(*Config) *int) setting {
+	return setting{
+		key:   key,
+		usage: "`count` of " + what + " allowed per minute before 429",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 1 || n > 1_000_000 {
+				return fmt.Errorf("%q must be a whole number from 1 to 1000000", v)
+			}
+			*field(c) = n
+			return nil
+		},
+		get: func(c *Config) string { return strconv.Itoa(*field(c)) },
+	}
+}
+
+func lookupSetting(key string) (setting, bool) {
+	for _, s := range settings {
+		if s.key == key {
+			return s, true
+		}
+	}
+	return setting{}, false
+}
+
+func checkListenAddr(v string) error {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", v, err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: port must be a number from 0 to 65535", v)
+	}
+	return nil
+}
+
+// checkBackend accepts the embedded name or a URL with one of schemes and a
+// host. Only the form is checked here; the backend checks the rest on open.
+func checkBackend(v, embedded string, schemes ...string) error {
+	if v == embedded {
+		return nil
+	}
+	want := fmt.Sprintf("want %q or a %s:// URL", embedded, schemes[0])
+	u, err := url.Parse(v)
+	if err != nil {
+		// url.Error repeats the whole value, which may hold a password.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("not a URL (%v); %s", err, want)
+	}
+	if !slices.Contains(schemes, u.Scheme) {
+		return fmt.Errorf("%q: %s", u.Redacted(), want)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%q: URL has no host", u.Redacted())
+	}
+	return nil
+}
+
+func redactURL(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || u.User == nil {
+		return v
+	}
+	return u.Redacted()
+}
+
+// parseFeatures splits a comma-separated list, ignoring blanks and repeats.
+func parseFeatures(v string) ([]string, error) {
+	features := []string{}
+	for f := range strings.SplitSeq(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" || slices.Contains(features, f) {
+			continue
+		}
+		if !slices.Contains(KnownFeatures, f) {
+			return nil, fmt.Errorf("unknown feature %q (known: %s)", f, strings.Join(KnownFeatures, ", "))
+		}
+		features = append(features, f)
+	}
+	return features, nil
+}
+
+// maxCommitDelay bounds commit_delay: every write of a busy node waits up to
+// this long for its fsync, on top of the fsync itself.
+const maxCommitDelay = 10 * time.Millisecond
+
+func parsePositiveDuration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as 5s or 1m30s", v)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q must be positive", v)
+	}
+	return d, nil
+}
+
+func parseLocation(v string) (*time.Location, error) {
+	// "" and "Local" would make the day boundary depend on the host, and
+	// nodes of one cluster must agree on it.
+	if v == "" || v == "Local" {
+		return nil, fmt.Errorf("%q: name an IANA time zone such as UTC or Europe/Berlin", v)
+	}
+	loc, err := time.LoadLocation(v)
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone %q", v)
+	}
+	return loc, nil
+}

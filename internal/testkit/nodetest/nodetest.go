@@ -1,0 +1,238 @@
+// Package nodetest starts a complete tvsm node for black-box tests: the real
+// embedded event store in a temporary directory, the read model, the
+// services and the HTTP API on a loopback test server.
+package nodetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+	"tvsm/eventstore/embedded"
+	"tvsm/internal/platform/schedule"
+	"tvsm/internal/platform/throttle"
+	"tvsm/internal/wiring/node"
+	"tvsm/projections/stats"
+)
+
+// Superadmin credentials every Env starts with.
+const (
+	SuperLogin    = "root"
+	SuperPassword = "root-password"
+)
+
+// Env is a running node and an HTTP client for it.
+type Env struct {
+	URL           string
+	SuperLogin    string
+	SuperPassword string
+	Node          *node.Node
+	Store         *embedded.Store
+	Client        *http.Client
+	close         func()
+}
+
+// Close stops the node and closes its store; the test's cleanup calls it
+// too, so call it only to restart a node on the same Dir within a test.
+func (e *Env) Close() { e.close() }
+
+// Options adjust an Env; the zero value is the usual setup.
+type Options struct {
+	// Dir is the data directory (default t.TempDir()); reuse one to restart
+	// a node on the same data.
+	Dir    string
+	Logger *slog.Logger
+	Clock  func() time.Time
+	// Setup runs once the node has started, before its HTTP server does:
+	// tests mount routes there that the node does not mount yet.
+	Setup func(*node.Node)
+	// AdminLogins and DeviceLogins throttle failed logins. Zero limits are
+	// generous here (1000 per login, 10000 per address a minute), so that
+	// tests failing logins on purpose are not throttled; tests of the
+	// throttle set their own.
+	AdminLogins, DeviceLogins throttle.GuardOptions
+	// DeviceTokenTTL is the lifetime of device tokens (default 30 days).
+	DeviceTokenTTL time.Duration
+	// Store, when set, is used instead of a new store in Dir, and is left
+	// open at the end: give a second Env the first one's Store to run two
+	// nodes on one log.
+	Store *embedded.Store
+	// Timers drives the command dispatcher's delivery rules (default the
+	// system clock); pass the testutil.Clock whose Now is Clock.
+	Timers schedule.Clock
+	// Billing turns the billing proxy on (node.BillingOptions).
+	Billing node.BillingOptions
+	// Stats and StatsName choose the statistics fact store (default the
+	// embedded one in Dir), as node.Options does.
+	Stats     stats.FactStore
+	StatsName string
+}
+
+// generous returns o with zero limits raised for tests.
+func generous(o throttle.GuardOptions) throttle.GuardOptions {
+	if o.LoginLimit == 0 {
+		o.LoginLimit = 1000
+	}
+	if o.AddressLimit == 0 {
+		o.AddressLimit = 10000
+	}
+	return o
+}
+
+// Start starts a node with default options; see StartWith.
+func Start(t testing.TB) *Env { return StartWith(t, Options{}) }
+
+// StartWith starts a node and stops it (and closes its store) when the test
+// ends. Passwords are hashed at bcrypt's minimum cost to keep tests fast.
+func StartWith(t testing.TB, o Options) *Env {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	store, closeStore := o.Store, func() error { return nil }
+	if store == nil {
+		var err error
+		store, err = embedded.Open(filepath.Join(o.Dir, "events"), embedded.Options{Logger: o.Logger})
+		if err != nil {
+			t.Fatalf("nodetest: open store: %v", err)
+		}
+		closeStore = store.Close
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := node.Start(ctx, store, node.Options{
+		DataDir: filepath.Join(o.Dir, "node"), Logger: o.Logger,
+		AdminLogin: SuperLogin, AdminPassword: SuperPassword,
+		BcryptCost: bcrypt.MinCost, Clock: o.Clock,
+		AdminLogins: generous(o.AdminLogins), DeviceLogins: generous(o.DeviceLogins), DeviceTokenTTL: o.DeviceTokenTTL,
+		Timers: o.Timers, Billing: o.Billing, NodeName: "test",
+		Stats: o.Stats, StatsName: o.StatsName,
+	})
+	if err != nil {
+		_ = closeStore()
+		t.Fatalf("nodetest: start node: %v", err)
+	}
+	if o.Setup != nil {
+		o.Setup(n)
+	}
+	srv := httptest.NewServer(n.Engine)
+	var once sync.Once
+	closeEnv := func() {
+		once.Do(func() {
+			srv.Close()
+			if err := n.Close(); err != nil {
+				t.Errorf("nodetest: close node: %v", err)
+			}
+			if err := closeStore(); err != nil {
+				t.Errorf("nodetest: close store: %v", err)
+			}
+		})
+	}
+	t.Cleanup(closeEnv)
+	return &Env{URL: srv.URL, SuperLogin: SuperLogin, SuperPassword: SuperPassword, Node: n, Store: store, Client: srv.Client(), close: closeEnv}
+}
+
+// Do sends a request with Basic credentials (none when login is empty) and
+// returns the status and body. body is sent as is when it is []byte or
+// string, JSON-encoded otherwise, and omitted when nil.
+func (e *Env) Do(t testing.TB, method, path, login, password string, body any) (int, []byte) {
+	t.Helper()
+	return e.DoHeader(t, method, path, login, password, body, nil)
+}
+
+// DoHeader is Do with extra request headers (Idempotency-Key, ...).
+func (e *Env) DoHeader(t testing.TB, method, path, login, password string, body any, header http.Header) (int, []byte) {
+	t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		r = bytes.NewReader(b)
+	case string:
+		r = bytes.NewReader([]byte(b))
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			t.Fatalf("nodetest: encode body: %v", err)
+		}
+		r = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, e.URL+path, r)
+	if err != nil {
+		t.Fatalf("nodetest: %v", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	if login != "" {
+		req.SetBasicAuth(login, password)
+	}
+	resp, err := e.Client.Do(req)
+	if err != nil {
+		t.Fatalf("nodetest: %s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("nodetest: read %s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, data
+}
+
+// Super is Do as the bootstrapped superadmin.
+func (e *Env) Super(t testing.TB, method, path string, body any) (int, []byte) {
+	t.Helper()
+	return e.Do(t, method, path, e.SuperLogin, e.SuperPassword, body)
+}
+
+// AppendEvent appends ev to stream directly, as a part of tvsm without an
+// HTTP route would (a command send, a device session), and waits until the
+// node's read model has applied it. It returns the event's position.
+func (e *Env) AppendEvent(t testing.TB, stream string, ev domain.Event) eventstore.Position {
+	t.Helper()
+	typ, data, err := e.Node.Registry.Encode(ev)
+	if err != nil {
+		t.Fatalf("nodetest: encode %T: %v", ev, err)
+	}
+	md, err := domain.EncodeMetadata(domain.Envelope{Event: ev, OccurredAt: time.Now(), Actor: domain.SystemActor(), RequestID: "nodetest"})
+	if err != nil {
+		t.Fatalf("nodetest: encode metadata: %v", err)
+	}
+	res, err := e.Store.Append(context.Background(), stream, eventstore.Any,
+		eventstore.EventData{ID: eventstore.NewEventID(), Type: typ, Data: data, Metadata: md})
+	if err != nil {
+		t.Fatalf("nodetest: append to %s: %v", stream, err)
+	}
+	e.WaitApplied(t, res.Position)
+	return res.Position
+}
+
+// WaitApplied waits (at most 10 s) until the node's read model has applied
+// pos; a node sharing another's Store waits for its own model.
+func (e *Env) WaitApplied(t testing.TB, pos eventstore.Position) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Node.Runner.Progress().Wait(ctx, pos); err != nil {
+		t.Fatalf("nodetest: read model did not apply %v: %v", pos, err)
+	}
+}

@@ -1,0 +1,241 @@
+package simulate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"tvsm/internal/platform/schedule"
+)
+
+// errDenied ends a device for good: its login is refused for a reason a
+// retry cannot fix (bad credentials, device limit).
+var errDenied = errors.New("login denied")
+
+// device runs virtual device i until ctx is done: log in, connect, serve
+// commands; after a drop, reconnect (logging in again when told to).
+func (s *Sim) device(ctx context.Context, i int) {
+	backoff := 100 * time.Millisecond
+	token := ""
+	for ctx.Err() == nil {
+		if token == "" {
+			t, err := s.doLogin(ctx, i)
+			if errors.Is(err, errDenied) {
+				s.c.Errors.Add(1)
+				return
+			}
+			if err != nil {
+				s.c.Errors.Add(1)
+				schedule.Sleep(ctx, jitter(backoff))
+				backoff = min(2*backoff, 10*time.Second)
+				continue
+			}
+			token = t
+			s.c.LoggedIn.Add(1)
+		}
+		relogin, err := s.session(ctx, i, token)
+		if ctx.Err() != nil {
+			return
+		}
+		if relogin {
+			token = ""
+			s.c.LoggedIn.Add(-1)
+		}
+		if err != nil {
+			s.c.Errors.Add(1)
+		}
+		s.c.Reconnects.Add(1)
+		schedule.Sleep(ctx, jitter(backoff))
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+type loginResponse struct {
+	Token string `json:"token"`
+}
+
+// doLogin logs device i in and returns its token.
+func (s *Sim) doLogin(ctx context.Context, i int) (string, error) {
+	body, _ := json.Marshal(map[string]any{
+		"provider":     s.opts.Provider,
+		"login":        s.login(i),
+		"password_md5": s.passwordMD5(),
+		"device": map[string]string{
+			"unique_id": fmt.Sprintf("%s%d", s.opts.UniquePrefix, i),
+			"class":     classes[i%len(classes)],
+			"model":     "tvsm-simulate",
+		},
+	})
+	var out loginResponse
+	status, err := s.call(ctx, http.MethodPost, "/api/device/login", "", body, &out)
+	switch {
+	case err != nil:
+		return "", err
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return "", fmt.Errorf("%w: status %d", errDenied, status)
+	case status != http.StatusOK || out.Token == "":
+		return "", fmt.Errorf("login: status %d", status)
+	}
+	return out.Token, nil
+}
+
+// call makes a JSON request and decodes a JSON answer into out (when not
+// nil and the status is 2xx). It returns the status.
+func (s *Sim) call(ctx context.Context, method, path, token string, body []byte, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.opts.URL+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if out != nil && resp.StatusCode/100 == 2 {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+// serverMessage is a server → device message.
+type serverMessage struct {
+	Type    string          `json:"type"`
+	ID      string          `json:"id"`
+	Command json.RawMessage `json:"command"`
+}
+
+type commandFields struct {
+	Command string `json:"command"`
+	Type    string `json:"type"`
+}
+
+// session holds one websocket until it ends. relogin is true when the
+// server dropped the device's authorisation.
+func (s *Sim) session(ctx context.Context, i int, token string) (relogin bool, err error) {
+	d := websocket.Dialer{NetDialContext: s.dialer.DialContext, HandshakeTimeout: 10 * time.Second,
+		ReadBufferSize: 512, WriteBufferSize: 512}
+	wsURL := "ws" + strings.TrimPrefix(s.opts.URL, "http") + "/api/device/ws"
+	ws, resp, err := d.DialContext(ctx, wsURL, http.Header{"Authorization": {"Bearer " + token}})
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			return true, nil
+		}
+		return false, err
+	}
+	s.c.Connected.Add(1)
+	defer s.c.Connected.Add(-1)
+	stop := context.AfterFunc(ctx, func() { _ = ws.Close() })
+	defer stop()
+	defer ws.Close()
+	if s.opts.ViewEvery > 0 {
+		vctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go s.view(vctx, token)
+	}
+	got := 0
+	for {
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) && ce.Code == 4003 {
+				return true, nil
+			}
+			return false, err
+		}
+		var m serverMessage
+		if json.Unmarshal(data, &m) != nil || m.Type != "command" {
+			continue
+		}
+		s.c.Commands.Add(1)
+		if err := s.reply(ws, "ack", m.ID); err != nil {
+			return false, err
+		}
+		s.c.Acks.Add(1)
+		var f commandFields
+		_ = json.Unmarshal(m.Command, &f)
+		if f.Command == "user_message" && f.Type == "confirm" {
+			if err := s.reply(ws, "confirm", m.ID); err != nil {
+				return false, err
+			}
+			s.c.Confirms.Add(1)
+		}
+		if got++; got == s.opts.StopAfterCommands {
+			s.gotAll(time.Now())
+		}
+	}
+}
+
+func (s *Sim) reply(ws *websocket.Conn, kind, id string) error {
+	msg, _ := json.Marshal(map[string]string{"type": kind, "id": id})
+	_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return ws.WriteMessage(websocket.TextMessage, msg)
+}
+
+type channel struct {
+	ID int64 `json:"id"`
+}
+
+// view reports a viewing session every ViewEvery, on a channel of the
+// account's list.
+func (s *Sim) view(ctx context.Context, token string) {
+	var list []channel
+	if status, err := s.call(ctx, http.MethodGet, "/api/device/channels", token, nil, &list); err != nil || status != http.StatusOK || len(list) == 0 {
+		return // no services: nothing to watch
+	}
+	t := time.NewTicker(jitter(s.opts.ViewEvery))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		secs := int64(s.opts.ViewEvery / time.Second)
+		start := time.Now().Add(-s.opts.ViewEvery).UTC().Format("2006-01-02T15:04:05-0700")
+		mode := "live"
+		if rand.IntN(4) == 0 {
+			mode = "dvr"
+		}
+		body, _ := json.Marshal(map[string]any{"sessions": []map[string]any{{
+			"channel_id": list[rand.IntN(len(list))].ID, "mode": mode, "start": start, "seconds": max(secs, 1),
+		}}})
+		if status, err := s.call(ctx, http.MethodPost, "/api/device/viewing", token, body, nil); err != nil || status != http.StatusNoContent {
+			if ctx.Err() == nil {
+				s.c.Errors.Add(1)
+			}
+			continue
+		}
+		s.c.Viewing.Add(1)
+	}
+}
+
+// jitter returns a duration in [d/2, d).
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2)
+}
