@@ -20,7 +20,7 @@ const (
 type Policy struct {
 	// MaxAttempts bounds the tries of one operation (default 5): the sends
 	// of an append, together with whatever failures the caller counts
-	// besides (Log.Counting).
+	// besides (Log.AppendCounting).
 	MaxAttempts int
 	// BaseDelay is the base of the jittered exponential pause between tries
 	// (default 2 ms); the pause never exceeds 32×BaseDelay.
