@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 )
 
 // snapshot is an aggregate's state as of a revision of its stream. It is a
@@ -16,6 +17,14 @@ type snapshot struct {
 	rev    uint64 // revision of the last event folded into state
 	pos    eventstore.Position
 }
+
+// head is how far in its stream the snapshot is.
+func (s snapshot) head() record.Head {
+	return record.Head{Exists: s.exists, Revision: s.rev, Position: s.pos}
+}
+
+// setHead records that the snapshot's state reflects the stream up to h.
+func (s *snapshot) setHead(h record.Head) { s.exists, s.rev, s.pos = h.Exists, h.Revision, h.Position }
 
 // stateCache is a bounded map from stream to snapshot that evicts with the
 // CLOCK algorithm: entries sit in a ring, a use marks an entry, and the hand

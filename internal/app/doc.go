@@ -12,9 +12,13 @@
 // stream within the process, takes the state from a bounded LRU cache of
 // (state, revision, position) per stream or rebuilds it by reading the
 // stream, decides, and appends the events with Exact(revision) (NoStream
-// for a new stream). When the append loses the race it drops the cache
-// entry, pauses a few jittered milliseconds, re-reads the stream and decides
-// again, up to Options.MaxAttempts (5) times, then fails with ErrConflict.
+// for a new stream). Events are encoded, named and appended through
+// eventstore/record, whose Policy (Options.MaxAttempts, Options.RetryDelay)
+// resends an append whose outcome is unknown (a transport error) as it is.
+// When the append loses the race it drops the cache entry, pauses a few
+// jittered milliseconds, re-reads the stream and decides again; resends and
+// lost races together count up to Options.MaxAttempts (5), then it fails
+// with ErrConflict.
 // A cached state is only a possibly old prefix of the stream: a decision
 // that appends is checked by the expected revision; a decision that appends
 // nothing, or fails, is trusted only after reading the stream's tail (one
@@ -22,8 +26,9 @@
 //
 // # Event ids
 //
-// Event i of an append gets an id derived from a name (DeriveEventID or, with
-// no key, SequencedEventID) that depends on whether an idempotency key applies:
+// The events of an append are named from a name (record.Derived: event i
+// gets eventstore.DeriveEventID(name, i); with no key record.Sequenced, i.e.
+// SequencedEventID) that depends on whether an idempotency key applies:
 //
 //   - No key: name = "req|<request id>|<nonce>|<stream>|<expected revision>",
 //     with a nonce no other Execute call shares. Re-sending the same append after

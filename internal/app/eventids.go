@@ -10,11 +10,13 @@ import (
 	"sync"
 
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 )
 
 // eventNaming says how Execute names the events of one command (see the
-// package documentation, "Event ids"). Event i of an append gets
-// eventstore.DeriveEventID(name, i), where name is:
+// package documentation, "Event ids"). The events of an append are named
+// record.Derived(name) when keyed, record.Sequenced(seq, name) otherwise,
+// where name is:
 //
 //   - keyed (an idempotency key applies):
 //     "idem|<scope key>|<stream>|<command fingerprint>|<ordinal>", the same
@@ -25,9 +27,9 @@ import (
 //     so one call re-sending the same append after an unknown outcome reuses
 //     its ids (the store answers with the original result), while a re-decided
 //     attempt (expected revision moved) or another call never collides, even
-//     when a client reuses its X-Request-ID. These ids are
-//     eventstore.SequencedEventID(seq of the call, name, i): they ascend from
-//     call to call, which the event store's id index inserts cheaply.
+//     when a client reuses its X-Request-ID. With the call's seq, these ids
+//     ascend from call to call, which the event store's id index inserts
+//     cheaply.
 type eventNaming struct {
 	keyed bool
 	// recovering: a previous attempt of this keyed request may have
@@ -38,31 +40,21 @@ type eventNaming struct {
 	seq        uint64 // unkeyed: the call's sequence number
 }
 
-// ids returns the event ids of an append of n events with expectation expect.
-func (n eventNaming) ids(expect eventstore.Revision, count int) []eventstore.EventID {
-	name := n.name
-	if !n.keyed {
-		if r, ok := expect.Exact(); ok {
-			name += "|" + strconv.FormatUint(r, 10)
-		} else {
-			name += "|" + expect.String()
-		}
+// ids names the events of an append with expectation expect.
+func (n eventNaming) ids(expect eventstore.Revision) record.IDs {
+	if n.keyed {
+		return record.Derived(n.name)
 	}
-	out := make([]eventstore.EventID, count)
-	for i := range out {
-		if n.keyed {
-			out[i] = eventstore.DeriveEventID(name, i)
-		} else {
-			out[i] = eventstore.SequencedEventID(n.seq, name, i)
-		}
+	if r, ok := expect.Exact(); ok {
+		return record.Sequenced(n.seq, n.name+"|"+strconv.FormatUint(r, 10))
 	}
-	return out
+	return record.Sequenced(n.seq, n.name+"|"+expect.String())
 }
 
-// firstID is the id of the first event of a keyed command: finding it in the
-// stream means the command was applied by an earlier attempt.
-func (n eventNaming) firstID() eventstore.EventID {
-	return eventstore.DeriveEventID(n.name, 0)
+// keyedID is the id of event i of a keyed command: finding its first event
+// in the stream means the command was applied by an earlier attempt.
+func (n eventNaming) keyedID(i int) eventstore.EventID {
+	return record.Derived(n.name).ID(i)
 }
 
 // naming decides the naming of a command on stream.

@@ -33,8 +33,8 @@ type Result[S any] struct {
 // reading the stream), calls d.Decide with the command time, appends the
 // resulting events with the expected revision the decision was made on, and
 // when another writer got there first, reloads and decides again, up to
-// Options.MaxAttempts times with a short jittered pause; then it fails with
-// an error wrapping ErrConflict.
+// Options.MaxAttempts times with a short jittered pause (the executor's
+// record.Policy); then it fails with an error wrapping ErrConflict.
 //
 // A decision with no events appends nothing and returns the current state.
 // A decision error is returned wrapped in an *OpError with Op "decide" and
@@ -60,124 +60,124 @@ func Execute[S, C any](ctx context.Context, x *Executor, stream string, d domain
 	}
 	defer held.unlock()
 
-	l := &loader[S, C]{x: x, stream: stream, d: d}
+	run := execution[S, C]{x: x, stream: stream, d: d, cmd: cmd, meta: meta, nm: nm}
 	if nm.keyed {
-		l.found = &detection{naming: nm}
+		run.found = &detection{naming: nm}
 	}
-	var (
-		snap      snapshot
-		st        S
-		fromCache bool
-	)
-	if !nm.recovering { // a recovering command must see every event id
-		if c, ok := x.cache.get(stream); ok {
-			if v, ok := c.state.(S); ok {
-				snap, st, fromCache = c, cloneState(v), true
-			}
-		} else if meta.NewStream {
-			// Trusted like a cached state: unverified until an append or a read.
-			st, fromCache = d.Initial(), true
-			snap = snapshot{state: st}
-		}
+	if err := run.load(ctx); err != nil {
+		return Result[S]{}, err
 	}
-	if !fromCache {
-		if snap, st, err = l.full(ctx); err != nil {
+	for failures := 0; ; {
+		events, err := run.decide(ctx)
+		if err != nil {
 			return Result[S]{}, err
 		}
-	}
-	verified := !fromCache // snap is known to be the stream's head (read just now)
-
-	for failures := 0; ; {
-		if l.found != nil && len(l.found.events) > 0 {
-			// An earlier attempt of this keyed command applied it already.
-			x.cache.put(stream, snap)
-			return Result[S]{State: st, Revision: revisionOf(snap), Position: snap.pos, Events: l.found.events}, nil
+		if len(events) == 0 {
+			return run.outcome, nil
 		}
-		events, derr := d.Decide(st, cmd, meta.Now)
-		if !verified && (derr != nil || len(events) == 0) {
-			n, err := l.tail(ctx, &snap, &st)
+		retry, err := run.appendOrRetry(ctx, events, &failures)
+		if err != nil {
+			return Result[S]{}, err
+		}
+		if !retry {
+			return run.outcome, nil
+		}
+	}
+}
+
+// execution is one Execute call: the command, and the state it is decided
+// on with how far in the stream that state is.
+type execution[S, C any] struct {
+	x      *Executor
+	stream string
+	d      domain.Decider[S, C]
+	cmd    C
+	meta   RequestMeta
+	nm     eventNaming
+	found  *detection // nil unless the command is keyed
+
+	snap snapshot
+	st   S
+	// verified: snap is known to be the stream's head (read just now), not
+	// a cached, possibly old, prefix of it.
+	verified bool
+	outcome  Result[S]
+}
+
+// decide decides the command on the state and returns the events to
+// append; none means the command is done, with run.outcome. A keyed command
+// an earlier attempt applied is not decided again: its outcome is that
+// attempt's. A decision made on an unverified state that appends nothing, or
+// fails, is trusted only after the stream's tail is read (one cheap read), so
+// a change made by another node is never missed; when the tail has events,
+// the command is decided again on the head. A decision that appends is
+// checked by the append's expected revision instead.
+func (run *execution[S, C]) decide(ctx context.Context) ([]domain.Event, error) {
+	for {
+		if run.found.applied() {
+			run.x.cache.put(run.stream, run.snap)
+			run.outcome = Result[S]{State: run.st, Revision: revisionOf(run.snap), Position: run.snap.pos, Events: run.found.events}
+			return nil, nil
+		}
+		events, derr := run.d.Decide(run.st, run.cmd, run.meta.Now)
+		if !run.verified && (derr != nil || len(events) == 0) {
+			moved, err := run.readTail(ctx)
 			if err != nil {
-				return Result[S]{}, err
+				return nil, err
 			}
-			verified = true
-			if n > 0 {
-				continue // the cache was behind: decide again on the head
+			run.verified = true
+			if moved {
+				continue
 			}
 		}
 		if derr != nil {
-			x.cache.put(stream, snap)
-			return Result[S]{}, opError("decide", stream, derr)
+			run.x.cache.put(run.stream, run.snap)
+			return nil, opError("decide", run.stream, derr)
 		}
 		if len(events) == 0 {
-			x.cache.put(stream, snap)
-			return Result[S]{State: st, Revision: revisionOf(snap), Position: snap.pos}, nil
+			run.x.cache.put(run.stream, run.snap)
+			run.outcome = Result[S]{State: run.st, Revision: revisionOf(run.snap), Position: run.snap.pos}
 		}
-
-		expect := eventstore.NoStream
-		if snap.exists {
-			expect = eventstore.Exact(snap.rev)
-		}
-		data, envs, err := x.encode(events, meta, nm.ids(expect, len(events)))
-		if err != nil {
-			return Result[S]{}, opError("encode", stream, err)
-		}
-		res, err := x.appendResending(ctx, stream, expect, data, &failures)
-		if err == nil {
-			st = d.Fold(st, events...)
-			snap = snapshot{state: st, exists: true, rev: res.NextExpected, pos: res.Position}
-			x.cache.put(stream, snap)
-			return Result[S]{State: st, Revision: eventstore.Exact(res.NextExpected), Position: res.Position, Events: envs}, nil
-		}
-		x.cache.drop(stream)
-		lost := errors.Is(err, eventstore.ErrWrongExpectedRevision) ||
-			(nm.keyed && errors.Is(err, eventstore.ErrDuplicateEventID)) // our ids are stored: find them
-		if !lost {
-			return Result[S]{}, opError("append", stream, err)
-		}
-		failures++
-		if failures >= x.opts.MaxAttempts {
-			return Result[S]{}, opError("execute", stream, fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, failures, err))
-		}
-		if err := x.pause(ctx, failures); err != nil {
-			return Result[S]{}, opError("execute", stream, err)
-		}
-		if snap, st, err = l.full(ctx); err != nil {
-			return Result[S]{}, err
-		}
-		verified = true
+		return events, nil
 	}
 }
 
-// appendResending appends, and when the outcome is unknown (an error that
-// is neither a verdict of the store nor the caller giving up) sends the very
-// same append again: same ids, same expectation, so if the first one was
-// stored the store answers with its result instead of storing twice. Each
-// resend counts as a failure towards MaxAttempts.
-func (x *Executor) appendResending(ctx context.Context, stream string, expect eventstore.Revision, data []eventstore.EventData, failures *int) (eventstore.AppendResult, error) {
-	var res eventstore.AppendResult
-	err := x.resending(ctx, failures, func() (err error) {
-		res, err = x.store.Append(ctx, stream, expect, data...)
-		return err
-	})
-	return res, err
-}
-
-// resending calls send, and again after a pause while its outcome is
-// unknown, counting each resend in failures up to MaxAttempts.
-func (x *Executor) resending(ctx context.Context, failures *int, send func() error) error {
-	for {
-		err := send()
-		if err == nil || !outcomeUnknown(ctx, err) {
-			return err
-		}
-		*failures++
-		if *failures >= x.opts.MaxAttempts {
-			return err
-		}
-		if perr := x.pause(ctx, *failures); perr != nil {
-			return err
-		}
+// appendOrRetry appends events with the expected revision they were decided
+// on; an append with an unknown outcome is resent as it is (record.Log).
+// When another writer got there first, or a keyed command's ids turn out to
+// be stored already (so the earlier attempt must be found), it counts a
+// failure in *failures, pauses and reads the stream again, and retry is true:
+// decide again. After Options.MaxAttempts failures it gives up with
+// ErrConflict.
+func (run *execution[S, C]) appendOrRetry(ctx context.Context, events []domain.Event, failures *int) (retry bool, err error) {
+	x, stream := run.x, run.stream
+	expect := revisionOf(run.snap)
+	b, err := x.rec.Encode(events, run.meta.metadata(), run.nm.ids(expect))
+	if err != nil {
+		return false, opError("encode", stream, err)
 	}
+	res, err := x.rec.AppendCounting(ctx, failures, stream, expect, b)
+	if err == nil {
+		run.st = run.d.Fold(run.st, events...)
+		run.snap = snapshot{state: run.st, exists: true, rev: res.NextExpected, pos: res.Position}
+		x.cache.put(stream, run.snap)
+		run.outcome = Result[S]{State: run.st, Revision: eventstore.Exact(res.NextExpected), Position: res.Position, Events: b.Envelopes()}
+		return false, nil
+	}
+	x.cache.drop(stream)
+	lost := errors.Is(err, eventstore.ErrWrongExpectedRevision) ||
+		(run.nm.keyed && errors.Is(err, eventstore.ErrDuplicateEventID)) // our ids are stored: find them
+	if !lost {
+		return false, opError("append", stream, err)
+	}
+	*failures++
+	if *failures >= x.rec.Policy.Attempts() {
+		return false, opError("execute", stream, fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, *failures, err))
+	}
+	if err := x.rec.Policy.Pause(ctx, *failures); err != nil {
+		return false, opError("execute", stream, err)
+	}
+	return true, run.reload(ctx)
 }
 
 // commandTime is the time a command is decided at: meta.Now in UTC without
@@ -189,60 +189,4 @@ func (x *Executor) commandTime(meta RequestMeta) time.Time {
 	return meta.Now.UTC().Round(0)
 }
 
-// outcomeUnknown reports whether an append error leaves open whether the
-// events were stored, so that resending the same append is the way to find
-// out: anything but the store's verdicts and the caller's own cancellation.
-func outcomeUnknown(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	for _, verdict := range []error{
-		eventstore.ErrWrongExpectedRevision, eventstore.ErrDuplicateEventID,
-		eventstore.ErrInvalidAppend, eventstore.ErrClosed, eventstore.ErrStreamNotFound,
-	} {
-		if errors.Is(err, verdict) {
-			return false
-		}
-	}
-	return true
-}
-
-// encode turns decided events into what the store appends, all carrying the
-// command's metadata.
-func (x *Executor) encode(events []domain.Event, meta RequestMeta, ids []eventstore.EventID) ([]eventstore.EventData, []domain.Envelope, error) {
-	m := domain.Metadata{OccurredAt: meta.Now, Actor: meta.Actor, RequestID: meta.RequestID}
-	envs := m.Wrap(events...)
-	if len(envs) == 0 {
-		return nil, nil, nil
-	}
-	md, err := domain.EncodeMetadata(envs[0])
-	if err != nil {
-		return nil, nil, err
-	}
-	data, err := x.encodeWith(events, md, ids)
-	if err != nil {
-		return nil, nil, err
-	}
-	return data, envs, nil
-}
-
-// encodeWith encodes events with metadata md, already encoded: the events
-// of one command share it, and so do both parts of ExecuteReserving.
-func (x *Executor) encodeWith(events []domain.Event, md []byte, ids []eventstore.EventID) ([]eventstore.EventData, error) {
-	data := make([]eventstore.EventData, len(events))
-	for i, e := range events {
-		typ, body, err := x.reg.Encode(e)
-		if err != nil {
-			return nil, err
-		}
-		data[i] = eventstore.EventData{ID: ids[i], Type: typ, Data: body, Metadata: md}
-	}
-	return data, nil
-}
-
-func revisionOf(s snapshot) eventstore.Revision {
-	if !s.exists {
-		return eventstore.NoStream
-	}
-	return eventstore.Exact(s.rev)
-}
+func revisionOf(s snapshot) eventstore.Revision { return s.head().Expect() }

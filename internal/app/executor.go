@@ -1,11 +1,9 @@
 package app
 
 import (
-	"context"
 	crand "crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +11,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 )
 
 // Options tune an Executor. The zero value is ready to use; every field has
@@ -22,11 +21,12 @@ type Options struct {
 	// Clock().UTC().Round(0) to Decide unless RequestMeta.Now is set.
 	Clock func() time.Time
 	// MaxAttempts bounds how many times a command is decided and appended
-	// when appends keep conflicting (default 5). The error after the last
-	// attempt wraps ErrConflict.
+	// when appends keep conflicting or have unknown outcomes (default 5;
+	// record.Policy.MaxAttempts). The error after the last conflict wraps
+	// ErrConflict.
 	MaxAttempts int
 	// RetryDelay is the base of the jittered, exponentially growing pause
-	// between attempts (default 2ms; the pause never exceeds 32×RetryDelay).
+	// between attempts (default 2ms; record.Policy.BaseDelay).
 	RetryDelay time.Duration
 	// CacheSize is how many streams' states are kept in memory (those not
 	// used for longest are evicted, by CLOCK; default 10000; negative
@@ -85,8 +85,7 @@ func (o Options) withDefaults() Options {
 // state cache, the per-stream locks and the id allocators. Create one per
 // process with New; it is safe for concurrent use.
 type Executor struct {
-	store eventstore.Store
-	reg   *domain.Registry
+	rec   record.Log // the store and registry, with the retry policy of Options
 	opts  Options
 	cache *stateCache
 	locks streamLocks
@@ -112,8 +111,7 @@ func New(store eventstore.Store, reg *domain.Registry, opts Options) (*Executor,
 	}
 	opts = opts.withDefaults()
 	return &Executor{
-		store: store,
-		reg:   reg,
+		rec:   record.Log{Store: store, Registry: reg, Policy: record.Policy{MaxAttempts: opts.MaxAttempts, BaseDelay: opts.RetryDelay}},
 		opts:  opts,
 		cache: newStateCache(opts.CacheSize),
 		ids:   make(map[string]*IDAllocator),
@@ -121,7 +119,7 @@ func New(store eventstore.Store, reg *domain.Registry, opts Options) (*Executor,
 }
 
 // Store returns the event store the executor writes to.
-func (x *Executor) Store() eventstore.Store { return x.store }
+func (x *Executor) Store() eventstore.Store { return x.rec.Store }
 
 // now returns the command time: UTC, no monotonic reading.
 func (x *Executor) now() time.Time { return x.opts.Clock().UTC().Round(0) }
@@ -146,20 +144,9 @@ type RequestMeta struct {
 	NewStream bool
 }
 
-// pause sleeps before attempt (1-based count of failures so far): a jittered
-// exponential backoff capped at 32×RetryDelay. It returns early with the
-// context's error.
-func (x *Executor) pause(ctx context.Context, failures int) error {
-	d := x.opts.RetryDelay << min(failures-1, 5)
-	d = d/2 + rand.N(d) // uniform in [d/2, 3d/2)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+// metadata is what the events of the command carry, decided at meta.Now.
+func (meta RequestMeta) metadata() domain.Metadata {
+	return domain.Metadata{OccurredAt: meta.Now, Actor: meta.Actor, RequestID: meta.RequestID}
 }
 
 // nonce returns 16 random bytes in hex, for names no retry shares.

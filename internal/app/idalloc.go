@@ -9,6 +9,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 )
 
 // IDBlockReservedType is the event type of an id block reservation.
@@ -47,10 +48,9 @@ type IDAllocator struct {
 	// current block without queueing behind a reservation on sem: every
 	// account create takes one.
 	mu         sync.Mutex
-	next, last int64 // unused ids of the current block: next..last
-	exists     bool  // the id stream has events; rev is meaningful
-	rev        uint64
-	top        int64 // highest id reserved by anyone, as far as read
+	next, last int64       // unused ids of the current block: next..last
+	head       record.Head // of the id stream, as far as read or appended
+	top        int64       // highest id reserved by anyone, as far as read
 }
 
 // IDs returns the executor's allocator for kind, creating it on first use.
@@ -123,36 +123,14 @@ func (a *IDAllocator) reserve(ctx context.Context) error {
 			return err
 		}
 		from, to := a.top+1, a.top+size
-		expect := eventstore.NoStream
-		if a.exists {
-			expect = eventstore.Exact(a.rev)
-		}
-		env := domain.Envelope{
-			Event:      IDBlockReserved{From: from, To: to},
-			OccurredAt: a.x.now(),
-			Actor:      domain.SystemActor(),
-			RequestID:  "ids-" + a.kind + "-" + a.owner,
-		}
-		md, err := domain.EncodeMetadata(env)
-		if err != nil {
-			return opError("allocate", a.stream, err)
-		}
-		typ, body, err := a.x.reg.Encode(env.Event)
-		if err != nil {
-			return opError("allocate", a.stream, err)
-		}
+		meta := domain.Metadata{OccurredAt: a.x.now(), Actor: domain.SystemActor(), RequestID: "ids-" + a.kind + "-" + a.owner}
 		// The id names this allocator and the block, so a resend after an
 		// unknown outcome is recognised by the store, while two allocators
 		// racing for the same block never share an id.
-		ev := eventstore.EventData{
-			ID:       eventstore.DeriveEventID("ids|"+a.kind+"|"+a.owner+"|"+strconv.FormatInt(from, 10), 0),
-			Type:     typ,
-			Data:     body,
-			Metadata: md,
-		}
-		res, err := a.x.appendResending(ctx, a.stream, expect, []eventstore.EventData{ev}, &failures)
+		ids := record.Derived("ids|" + a.kind + "|" + a.owner + "|" + strconv.FormatInt(from, 10))
+		res, err := a.x.rec.Record(ctx, a.stream, a.head.Expect(), []domain.Event{IDBlockReserved{From: from, To: to}}, meta, ids)
 		if err == nil {
-			a.exists, a.rev, a.top = true, res.NextExpected, to
+			a.head, a.top = record.Head{Exists: true, Revision: res.NextExpected, Position: res.Position}, to
 			a.mu.Lock()
 			a.next, a.last = from, to
 			a.mu.Unlock()
@@ -165,7 +143,7 @@ func (a *IDAllocator) reserve(ctx context.Context) error {
 		if failures >= maxAttempts {
 			return opError("allocate", a.stream, fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, failures, err))
 		}
-		if err := a.x.pause(ctx, 1); err != nil {
+		if err := a.x.rec.Policy.Pause(ctx, 1); err != nil {
 			return opError("allocate", a.stream, err)
 		}
 	}
@@ -173,32 +151,18 @@ func (a *IDAllocator) reserve(ctx context.Context) error {
 
 // catchUp reads the id stream's events after the last one seen.
 func (a *IDAllocator) catchUp(ctx context.Context) error {
-	for {
-		from := eventstore.Start
-		if a.exists {
-			from = eventstore.Exact(a.rev + 1)
-		}
-		recs, err := a.x.store.ReadStream(ctx, a.stream, from, readPage)
-		if errors.Is(err, eventstore.ErrStreamNotFound) {
-			return nil
-		}
-		if err != nil {
-			return opError("allocate", a.stream, err)
-		}
-		for _, rec := range recs {
-			e, err := a.x.reg.Decode(rec.Type, rec.Data)
-			if err != nil {
-				return opError("allocate", a.stream, err)
+	top, head, err := record.Fold(ctx, a.x.rec, a.stream, a.head, a.top,
+		func(top int64, e domain.Event, _ eventstore.RecordedEvent) (int64, error) {
+			if b, ok := e.(IDBlockReserved); ok && b.To > top {
+				top = b.To
 			}
-			if b, ok := e.(IDBlockReserved); ok && b.To > a.top {
-				a.top = b.To
-			}
-			a.exists, a.rev = true, rec.Revision
-		}
-		if len(recs) < readPage {
-			return nil
-		}
+			return top, nil
+		})
+	a.top, a.head = top, head
+	if err != nil {
+		return opError("allocate", a.stream, err)
 	}
+	return nil
 }
 
 func validKind(kind string) bool {

@@ -2,42 +2,33 @@ package app
 
 import (
 	"context"
-	"errors"
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 )
-
-// readPage is how many events one ReadStream call returns while loading.
-const readPage = 512
-
-// loader rebuilds an aggregate's state from its stream, and for a keyed
-// command watches the events it reads for the ones an earlier attempt of the
-// same command appended.
-type loader[S, C any] struct {
-	x      *Executor
-	stream string
-	d      domain.Decider[S, C]
-	found  *detection // nil unless the command is keyed
-}
 
 // detection collects the events of a keyed command found in the stream:
 // the event with the command's first id and the ones right after it that
 // carry its following ids.
 type detection struct {
 	naming eventNaming
-	want   eventstore.EventID // id of the next event of the run
+	want   eventstore.EventID // id of the next event of the run; zero before the first look
 	events []domain.Envelope
-	pos    eventstore.Position // of the last collected event
-	closed bool                // an event after the run was seen
+	closed bool // an event after the run was seen
 }
+
+func (f *detection) reset() { f.events, f.closed, f.want = nil, false, eventstore.EventID{} }
+
+// applied reports whether an earlier attempt of the command applied it.
+func (f *detection) applied() bool { return f != nil && len(f.events) > 0 }
 
 func (f *detection) observe(rec eventstore.RecordedEvent, e domain.Event) error {
 	if f.closed {
 		return nil
 	}
 	if f.want.IsZero() {
-		f.want = f.naming.firstID()
+		f.want = f.naming.keyedID(0)
 	}
 	if rec.ID != f.want {
 		if len(f.events) > 0 {
@@ -45,66 +36,70 @@ func (f *detection) observe(rec eventstore.RecordedEvent, e domain.Event) error 
 		}
 		return nil
 	}
-	m, err := domain.DecodeMetadata(rec.Metadata)
+	env, err := record.Envelope(e, rec)
 	if err != nil {
 		return err
 	}
-	f.events = append(f.events, domain.Envelope{Event: e, OccurredAt: m.OccurredAt, Actor: m.Actor, RequestID: m.RequestID})
-	f.pos = rec.Position
-	f.want = eventstore.DeriveEventID(f.naming.name, len(f.events))
+	f.events = append(f.events, env)
+	f.want = f.naming.keyedID(len(f.events))
 	return nil
 }
 
-// full reads the whole stream from the store.
-func (l *loader[S, C]) full(ctx context.Context) (snapshot, S, error) {
-	snap := snapshot{}
-	st := l.d.Initial()
-	if l.found != nil {
-		l.found.events, l.found.closed, l.found.want = nil, false, eventstore.EventID{}
-	}
-	_, err := l.readFrom(ctx, &snap, &st)
-	return snap, st, err
-}
-
-// tail folds the events appended after snap into it and reports how many
-// there were.
-func (l *loader[S, C]) tail(ctx context.Context, snap *snapshot, st *S) (int, error) {
-	return l.readFrom(ctx, snap, st)
-}
-
-func (l *loader[S, C]) readFrom(ctx context.Context, snap *snapshot, st *S) (int, error) {
-	total := 0
-	for {
-		from := eventstore.Start
-		if snap.exists {
-			from = eventstore.Exact(snap.rev + 1)
-		}
-		recs, err := l.x.store.ReadStream(ctx, l.stream, from, readPage)
-		if errors.Is(err, eventstore.ErrStreamNotFound) {
-			return total, nil
-		}
-		if err != nil {
-			return total, opError("load", l.stream, err)
-		}
-		for _, rec := range recs {
-			e, err := l.x.reg.Decode(rec.Type, rec.Data)
-			if err != nil {
-				return total, opError("load", l.stream, err)
+// load takes the state to decide on: the cached one, or the initial state
+// of a stream just named, both unverified; otherwise the stream read whole.
+// A recovering command reads the stream whole: it must see every event id.
+func (run *execution[S, C]) load(ctx context.Context) error {
+	if !run.nm.recovering {
+		if c, ok := run.x.cache.get(run.stream); ok {
+			if v, ok := c.state.(S); ok {
+				run.snap, run.st = c, cloneState(v)
+				return nil
 			}
-			if l.found != nil {
-				if err := l.found.observe(rec, e); err != nil {
-					return total, opError("load", l.stream, err)
-				}
-			}
-			*st = l.d.Evolve(*st, e)
-			snap.exists, snap.rev, snap.pos = true, rec.Revision, rec.Position
-		}
-		snap.state = *st
-		total += len(recs)
-		if len(recs) < readPage {
-			return total, nil
+		} else if run.meta.NewStream {
+			run.st = run.d.Initial()
+			run.snap = snapshot{state: run.st}
+			return nil
 		}
 	}
+	return run.reload(ctx)
+}
+
+// reload reads the whole stream: afterwards the state is the head's.
+func (run *execution[S, C]) reload(ctx context.Context) error {
+	run.snap, run.st = snapshot{}, run.d.Initial()
+	if run.found != nil {
+		run.found.reset()
+	}
+	if _, err := run.readTail(ctx); err != nil {
+		return err
+	}
+	run.verified = true
+	return nil
+}
+
+// readTail folds the events appended after the state into it and reports
+// whether there were any.
+func (run *execution[S, C]) readTail(ctx context.Context) (bool, error) {
+	from := run.snap.head()
+	st, head, err := record.Fold(ctx, run.x.rec, run.stream, from, run.st, run.evolve)
+	if err != nil {
+		return false, opError("load", run.stream, err)
+	}
+	run.st = st
+	run.snap.state = st
+	run.snap.setHead(head)
+	return head != from, nil
+}
+
+// evolve folds one event read from the stream, watching it for the events
+// of a keyed command.
+func (run *execution[S, C]) evolve(st S, e domain.Event, rec eventstore.RecordedEvent) (S, error) {
+	if run.found != nil {
+		if err := run.found.observe(rec, e); err != nil {
+			return st, err
+		}
+	}
+	return run.d.Evolve(st, e), nil
 }
 
 // cloneState copies s when its type offers Clone() S, so that an Evolve

@@ -130,7 +130,7 @@ func (x *Executor) Holder(ctx context.Context, stream string) (string, error) {
 // StreamExists reports whether stream has events. It suits an IsAlive
 // callback when reservation owners are named by their streams.
 func (x *Executor) StreamExists(ctx context.Context, stream string) (bool, error) {
-	_, err := x.store.ReadStream(ctx, stream, eventstore.Start, 1)
+	_, err := x.rec.Store.ReadStream(ctx, stream, eventstore.Start, 1)
 	switch {
 	case errors.Is(err, eventstore.ErrStreamNotFound):
 		return false, nil

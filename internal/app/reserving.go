@@ -25,8 +25,7 @@ import (
 // is the outcome: nil, a decision error of cmd (nothing appended), or an
 // append error.
 func ExecuteReserving[S, C any](ctx context.Context, x *Executor, nameStream, owner string, d domain.Decider[S, C], cmd C, meta RequestMeta) (res Result[S], handled bool, err error) {
-	multi, ok := x.store.(eventstore.MultiAppender)
-	if !ok || meta.IdempotencyKey != "" || scopeFrom(ctx) != nil {
+	if _, ok := x.rec.Store.(eventstore.MultiAppender); !ok || meta.IdempotencyKey != "" || scopeFrom(ctx) != nil {
 		return Result[S]{}, false, nil
 	}
 	meta.Now = x.commandTime(meta)
@@ -65,19 +64,19 @@ func ExecuteReserving[S, C any](ctx context.Context, x *Executor, nameStream, ow
 		return Result[S]{}, false, nil
 	}
 
-	ownerData, envs, err := x.encode(events, meta, naming(ctx, owner, cmd, meta).ids(eventstore.NoStream, len(events)))
+	owned, err := x.rec.Encode(events, meta.metadata(), naming(ctx, owner, cmd, meta).ids(eventstore.NoStream))
 	if err != nil {
 		return Result[S]{}, true, opError("encode", owner, err)
 	}
 	reservationExpect := revisionOf(held)
 	// Same request, same time: the reservation carries the owner's metadata.
-	reservationData, err := x.encodeWith(take, ownerData[0].Metadata, naming(ctx, nameStream, reservationCmd{Take: true, Owner: owner}, meta).ids(reservationExpect, len(take)))
+	taking, err := x.rec.EncodeLike(owned, take, naming(ctx, nameStream, reservationCmd{Take: true, Owner: owner}, meta).ids(reservationExpect))
 	if err != nil {
 		return Result[S]{}, true, opError("encode", nameStream, err)
 	}
-	results, err := x.appendMultiResending(ctx, multi,
-		eventstore.StreamAppend{Stream: nameStream, Expect: reservationExpect, Events: reservationData},
-		eventstore.StreamAppend{Stream: owner, Expect: eventstore.NoStream, Events: ownerData})
+	results, err := x.rec.AppendMulti(ctx,
+		eventstore.StreamAppend{Stream: nameStream, Expect: reservationExpect, Events: taking.Data()},
+		eventstore.StreamAppend{Stream: owner, Expect: eventstore.NoStream, Events: owned.Data()})
 	if err != nil {
 		x.cache.drop(nameStream)
 		if errors.Is(err, eventstore.ErrWrongExpectedRevision) || errors.Is(err, eventstore.ErrDuplicateEventID) {
@@ -94,7 +93,7 @@ func ExecuteReserving[S, C any](ctx context.Context, x *Executor, nameStream, ow
 	}
 	st := d.Fold(d.Initial(), events...)
 	x.cache.put(owner, snapshot{state: st, exists: true, rev: results[1].NextExpected, pos: results[1].Position})
-	return Result[S]{State: st, Revision: eventstore.Exact(results[1].NextExpected), Position: results[1].Position, Events: envs}, true, nil
+	return Result[S]{State: st, Revision: eventstore.Exact(results[1].NextExpected), Position: results[1].Position, Events: owned.Envelopes()}, true, nil
 }
 
 // lockBoth takes the in-process locks of two streams, always in the same
@@ -121,17 +120,4 @@ type bothLocks struct{ first, second heldLock }
 func (b bothLocks) unlock() {
 	b.second.unlock()
 	b.first.unlock()
-}
-
-// appendMultiResending is appendResending for an atomic multi-stream append:
-// an unknown outcome sends the very same append again, which the store
-// answers with the original results if the first one was stored.
-func (x *Executor) appendMultiResending(ctx context.Context, multi eventstore.MultiAppender, parts ...eventstore.StreamAppend) ([]eventstore.AppendResult, error) {
-	var res []eventstore.AppendResult
-	failures := 0
-	err := x.resending(ctx, &failures, func() (err error) {
-		res, err = multi.AppendMulti(ctx, parts...)
-		return err
-	})
-	return res, err
 }

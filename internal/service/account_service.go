@@ -8,6 +8,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 	"tvsm/internal/app"
 	"tvsm/projections/readmodel"
 )
@@ -219,23 +220,15 @@ func (s *Service) accountAlive(ctx context.Context, owner string) (bool, error) 
 // loadAccountStream folds an account stream read from the store; found is false
 // when the stream has no events.
 func (s *Service) loadAccountStream(ctx context.Context, stream string) (domain.Account, bool, error) {
-	recs, err := s.cfg.Store.ReadStream(ctx, stream, eventstore.Start, 0)
-	if errors.Is(err, eventstore.ErrStreamNotFound) {
-		return domain.Account{}, false, nil
-	}
+	d := domain.AccountDecider()
+	st, head, err := record.Fold(ctx, s.rec, stream, record.Head{}, d.Initial(),
+		func(st domain.Account, e domain.Event, _ eventstore.RecordedEvent) (domain.Account, error) {
+			return d.Evolve(st, e), nil
+		})
 	if err != nil {
 		return domain.Account{}, false, err
 	}
-	d := domain.AccountDecider()
-	st := d.Initial()
-	for _, rec := range recs {
-		e, err := s.cfg.Registry.Decode(rec.Type, rec.Data)
-		if err != nil {
-			return domain.Account{}, false, fmt.Errorf("%s@%d: %w", stream, rec.Revision, err)
-		}
-		st = d.Evolve(st, e)
-	}
-	return st, true, nil
+	return st, head.Exists, nil
 }
 
 // UpdateAccount changes the fields of account id that in carries (POST with

@@ -11,6 +11,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 	"tvsm/internal/app"
 	"tvsm/projections/readmodel"
 )
@@ -125,28 +126,14 @@ func (s *Service) CreateAdmin(ctx context.Context, c Caller, f AdminFields, enco
 // of its last event.
 func (s *Service) sameAdmin(ctx context.Context, login, password string, provider *int64) (eventstore.Position, bool, error) {
 	d := domain.AdminDecider()
-	cur := d.Initial()
-	var pos eventstore.Position
-	stream := domain.AdminStream(login)
-	const page = 256
-	for from := uint64(0); ; {
-		recs, err := s.cfg.Store.ReadStream(ctx, stream, eventstore.Exact(from), page)
-		if err != nil {
-			return pos, false, err
-		}
-		for _, rec := range recs {
-			e, err := s.cfg.Registry.Decode(rec.Type, rec.Data)
-			if err != nil {
-				return pos, false, err
-			}
-			cur = d.Evolve(cur, e)
-			pos = rec.Position
-			from = rec.Revision + 1
-		}
-		if len(recs) < page {
-			break
-		}
+	cur, head, err := record.Fold(ctx, s.rec, domain.AdminStream(login), record.Head{}, d.Initial(),
+		func(st domain.Admin, e domain.Event, _ eventstore.RecordedEvent) (domain.Admin, error) {
+			return d.Evolve(st, e), nil
+		})
+	if err != nil {
+		return head.Position, false, err
 	}
+	pos := head.Position
 	same := cur.Exists() && equalScope(cur.Provider, provider) &&
 		bcrypt.CompareHashAndPassword([]byte(cur.PasswordHash), []byte(password)) == nil
 	return pos, same, nil

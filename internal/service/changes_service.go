@@ -9,6 +9,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 )
 
 // Limits of the change feed.
@@ -235,19 +236,17 @@ func (o *feedOwners) provider(ctx context.Context, stream string) (int64, error)
 		}
 	}
 	if p == 0 {
-		recs, err := o.s.cfg.Store.ReadStream(ctx, stream, eventstore.Start, 1)
-		if err != nil && !errors.Is(err, eventstore.ErrStreamNotFound) {
+		// An undecodable first event names no provider; it is not an error.
+		e, _, _, err := record.First(ctx, o.s.rec, stream)
+		var undecodable *record.DecodeError
+		if err != nil && !errors.As(err, &undecodable) {
 			return 0, err
 		}
-		if len(recs) == 1 {
-			if e, err := o.s.cfg.Registry.Decode(recs[0].Type, recs[0].Data); err == nil {
-				switch e := e.(type) {
-				case domain.AccountCreated:
-					p = e.Provider
-				case domain.TariffCreated:
-					p = e.Provider
-				}
-			}
+		switch e := e.(type) {
+		case domain.AccountCreated:
+			p = e.Provider
+		case domain.TariffCreated:
+			p = e.Provider
 		}
 	}
 	o.known[stream] = p

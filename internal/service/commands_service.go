@@ -10,6 +10,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 	"tvsm/internal/app"
 )
 
@@ -223,21 +224,16 @@ func (s *Service) CommandReceipts(ctx context.Context, c Caller, id int64) (Send
 
 // readEnvelopes reads a whole stream with each event's metadata.
 func (s *Service) readEnvelopes(ctx context.Context, stream string) ([]domain.Envelope, error) {
-	recs, err := s.cfg.Store.ReadStream(ctx, stream, eventstore.Start, 0)
+	out, head, err := record.Fold(ctx, s.rec, stream, record.Head{}, nil,
+		func(out []domain.Envelope, e domain.Event, rec eventstore.RecordedEvent) ([]domain.Envelope, error) {
+			env, err := record.Envelope(e, rec)
+			return append(out, env), err
+		})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]domain.Envelope, len(recs))
-	for i, rec := range recs {
-		e, err := s.cfg.Registry.Decode(rec.Type, rec.Data)
-		if err != nil {
-			return nil, fmt.Errorf("%s@%d: %w", stream, rec.Revision, err)
-		}
-		md, err := domain.DecodeMetadata(rec.Metadata)
-		if err != nil {
-			return nil, fmt.Errorf("%s@%d: %w", stream, rec.Revision, err)
-		}
-		out[i] = md.Wrap(e)[0]
+	if !head.Exists {
+		return nil, fmt.Errorf("read %s: %w", stream, eventstore.ErrStreamNotFound)
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 )
 
 // DeviceIdentity is an authenticated device: who it is, as its token and
@@ -161,22 +162,14 @@ func (s *Service) ReportViewing(ctx context.Context, d DeviceIdentity, r Viewing
 	}
 	e := domain.ViewingReported{DeviceID: d.Device, Account: d.Account, Provider: d.Provider, Class: d.Class, Sessions: sessions}
 	meta := deviceMeta(d.Device, r.RequestID)
-	typ, data, err := s.cfg.Registry.Encode(e)
-	if err != nil {
-		return fmt.Errorf("service: encode viewing: %w", err)
-	}
-	md, err := domain.EncodeMetadata(domain.Envelope{Event: e, OccurredAt: s.now(), Actor: meta.Actor, RequestID: meta.RequestID})
-	if err != nil {
-		return fmt.Errorf("service: encode viewing metadata: %w", err)
-	}
-	id := eventstore.NewEventID()
+	ids := record.Random()
 	if r.IdempotencyKey != "" {
-		id = eventstore.DeriveEventID("viewing|"+strconv.FormatInt(d.Device, 10)+"|"+r.IdempotencyKey, 0)
+		ids = record.Derived("viewing|" + strconv.FormatInt(d.Device, 10) + "|" + r.IdempotencyKey)
 	}
-	_, err = s.cfg.Store.Append(ctx, domain.DeviceStream(d.Device), eventstore.Any,
-		eventstore.EventData{ID: id, Type: typ, Data: data, Metadata: md})
+	_, err = s.rec.Record(ctx, domain.DeviceStream(d.Device), eventstore.Any, []domain.Event{e},
+		domain.Metadata{OccurredAt: s.now(), Actor: meta.Actor, RequestID: meta.RequestID}, ids)
 	if err != nil {
-		return fmt.Errorf("service: append viewing of device %d: %w", d.Device, err)
+		return fmt.Errorf("service: record viewing of device %d: %w", d.Device, err)
 	}
 	return nil
 }

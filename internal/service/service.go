@@ -15,6 +15,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 	"tvsm/internal/adapters/devauth"
 	"tvsm/internal/app"
 	"tvsm/projections/readmodel"
@@ -51,6 +52,7 @@ type Config struct {
 type Service struct {
 	cfg Config
 	log *slog.Logger
+	rec record.Log // cfg.Store and cfg.Registry, for events no command decides
 }
 
 // New returns a Service over cfg.
@@ -70,7 +72,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	return &Service{cfg: cfg, log: cfg.Logger}, nil
+	return &Service{cfg: cfg, log: cfg.Logger, rec: record.Log{Store: cfg.Store, Registry: cfg.Registry}}, nil
 }
 
 // Caller is who makes a request and how: the admin (and its provider scope),

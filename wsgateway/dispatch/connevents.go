@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"tvsm/domain"
-	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 	"tvsm/wsgateway"
 )
 
@@ -78,10 +78,10 @@ func (ce *connEvents) work(q <-chan connEvent) {
 func (ce *connEvents) append(e connEvent) {
 	d := ce.d
 	seq := strconv.FormatUint(e.seq, 10)
-	data, err := d.encode([]domain.Event{e.event}, domain.DeviceActor(e.device), "ws:"+d.opts.Node+":"+seq, e.at)
+	meta := domain.Metadata{OccurredAt: e.at, Actor: domain.DeviceActor(e.device), RequestID: "ws:" + d.opts.Node + ":" + seq}
+	b, err := d.recorder().Encode([]domain.Event{e.event}, meta, record.Derived("conn|"+d.instance+"|"+seq+"|"+e.what))
 	if err == nil {
-		data[0].ID = eventstore.DeriveEventID("conn|"+d.instance+"|"+seq+"|"+e.what, 0)
-		err = d.appendAny(domain.DeviceStream(e.device), data)
+		err = d.appendAny(domain.DeviceStream(e.device), b)
 	}
 	if err != nil {
 		d.stats.connFailures.Add(1)

@@ -9,10 +9,10 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"time"
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 	"tvsm/wsgateway"
 )
 
@@ -70,7 +70,7 @@ func (d *Dispatcher) claim(ctx context.Context, s *sendState, want map[int][]int
 			return nil, err
 		}
 		d.stats.conflicts.Add(1)
-		landed, err := d.readForward(ctx, s, events)
+		landed, err := d.readForward(ctx, s, events.Data())
 		if err != nil {
 			return nil, err
 		}
@@ -108,27 +108,24 @@ func (d *Dispatcher) stillDue(s *sendState, want map[int][]int64) map[int][]int6
 // devices each. Their ids derive from this process, the stream, the
 // expected revision and the content: repeating the same append is a no-op,
 // while a different claim, or another node's, never shares an id.
-func (d *Dispatcher) claimEvents(s *sendState, want map[int][]int64) ([]eventstore.EventData, error) {
+func (d *Dispatcher) claimEvents(s *sendState, want map[int][]int64) (record.Batch, error) {
 	var events []domain.Event
 	for _, idx := range slices.Sorted(maps.Keys(want)) {
 		for chunk := range slices.Chunk(want[idx], d.opts.ClaimChunk) {
 			events = append(events, domain.CommandsSent{SendID: s.id, Index: idx, Devices: chunk, Node: d.opts.Node})
 		}
 	}
-	data, err := d.encode(events, domain.SystemActor(), requestPrefix+d.opts.Node, d.clock.Now())
+	b, err := d.recorder().Encode(events, d.systemMeta(), record.IDs{}) // named from their encoding below
 	if err != nil {
-		return nil, err
+		return record.Batch{}, err
 	}
 	h := sha256.New()
-	for _, e := range data {
+	for _, e := range b.Data() {
 		h.Write(e.Data)
 	}
-	name := "claim|" + d.opts.Node + "|" + d.instance + "|" + s.stream + "|" +
-		strconv.FormatUint(s.rev, 10) + "|" + hex.EncodeToString(h.Sum(nil)[:16])
-	for i := range data {
-		data[i].ID = eventstore.DeriveEventID(name, i)
-	}
-	return data, nil
+	b.Name(record.Derived("claim|" + d.opts.Node + "|" + d.instance + "|" + s.stream + "|" +
+		strconv.FormatUint(s.rev, 10) + "|" + hex.EncodeToString(h.Sum(nil)[:16])))
+	return b, nil
 }
 
 // write queues the commands to the devices won, in index order, and closes
@@ -167,24 +164,23 @@ func (d *Dispatcher) expire(ctx context.Context, s *sendState, items []*item) {
 	for attempt := 0; attempt <= d.opts.ClaimRetries; attempt++ {
 		var events []domain.Event
 		var idx []int
+		var ids []eventstore.EventID
 		for _, it := range items {
 			if s.items[it.index] == it {
 				events = append(events, domain.CommandExpired{SendID: s.id, Index: it.index})
 				idx = append(idx, it.index)
+				ids = append(ids, record.Derived("expired|"+s.stream+"|"+strconv.Itoa(it.index)).ID(0))
 			}
 		}
 		if len(events) == 0 {
 			return
 		}
-		data, err := d.encode(events, domain.SystemActor(), requestPrefix+d.opts.Node, d.clock.Now())
+		b, err := d.recorder().Encode(events, d.systemMeta(), record.Explicit(ids...))
 		if err != nil {
 			d.log.Error("encoding expiry", "send", s.id, "error", err)
 			return
 		}
-		for i := range data {
-			data[i].ID = eventstore.DeriveEventID("expired|"+s.stream+"|"+strconv.Itoa(idx[i]), 0)
-		}
-		res, err := d.appendEvents(ctx, s.stream, eventstore.Exact(s.rev), data)
+		res, err := d.appendEvents(ctx, s.stream, eventstore.Exact(s.rev), b)
 		if err == nil {
 			d.stats.expired.Add(uint64(len(idx)))
 			d.state.setRev(s, res.NextExpected)
@@ -209,18 +205,17 @@ func (d *Dispatcher) expire(ctx context.Context, s *sendState, items []*item) {
 func (d *Dispatcher) readForward(ctx context.Context, s *sendState, mine []eventstore.EventData) (bool, error) {
 	rctx, cancel := d.appendCtx(ctx)
 	defer cancel()
-	events, err := d.store.ReadStream(rctx, s.stream, eventstore.Exact(s.rev+1), 0)
-	if errors.Is(err, eventstore.ErrStreamNotFound) {
-		return false, nil
-	}
+	var events []eventstore.RecordedEvent
+	landed := false
+	_, err := record.Read(rctx, d.store, s.stream, record.Head{Exists: true, Revision: s.rev}, func(e eventstore.RecordedEvent) error {
+		for _, m := range mine {
+			landed = landed || e.ID == m.ID
+		}
+		events = append(events, e)
+		return nil
+	})
 	if err != nil {
 		return false, fmt.Errorf("dispatch: read %s after %d: %w", s.stream, s.rev, err)
-	}
-	landed := false
-	for i := range events {
-		for _, m := range mine {
-			landed = landed || events[i].ID == m.ID
-		}
 	}
 	d.applyBatch(ctx, events)
 	return landed, nil
@@ -231,58 +226,24 @@ func isConflict(err error) bool {
 	return errors.Is(err, eventstore.ErrWrongExpectedRevision) || errors.Is(err, eventstore.ErrDuplicateEventID)
 }
 
-// appendEvents appends with a bounded wait, repeating the identical append
-// (same ids, same expectation, so a landed one is answered as such) twice
-// more after a failure that is neither a conflict nor final.
-func (d *Dispatcher) appendEvents(ctx context.Context, stream string, expect eventstore.Revision, events []eventstore.EventData) (eventstore.AppendResult, error) {
-	var err error
-	for try := 0; try < 3; try++ {
-		if try > 0 && !sleep(ctx, time.Duration(try)*50*time.Millisecond) {
-			break
-		}
-		actx, cancel := d.appendCtx(ctx)
-		var res eventstore.AppendResult
-		res, err = d.store.Append(actx, stream, expect, events...)
-		cancel()
-		if err == nil || isConflict(err) || !retryable(err) {
-			return res, err
-		}
-	}
-	return eventstore.AppendResult{}, fmt.Errorf("dispatch: append to %s: %w", stream, err)
+// recorder records the dispatcher's events: each send of an append is
+// bounded by AppendTimeout, and one with an unknown outcome is resent as it
+// is (same ids, same expectation, so one that landed is answered as such).
+func (d *Dispatcher) recorder() record.Log {
+	return record.Log{Store: d.store, Registry: d.reg, Policy: record.Policy{AttemptTimeout: d.opts.AppendTimeout}}
 }
 
-// retryable reports whether repeating a failed append may help.
-func retryable(err error) bool {
-	return !errors.Is(err, eventstore.ErrInvalidAppend) && !errors.Is(err, eventstore.ErrClosed) &&
-		!errors.Is(err, context.Canceled)
+// systemMeta is the metadata of the events the dispatcher decides.
+func (d *Dispatcher) systemMeta() domain.Metadata {
+	return domain.Metadata{OccurredAt: d.clock.Now(), Actor: domain.SystemActor(), RequestID: requestPrefix + d.opts.Node}
 }
 
-// sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
+// appendEvents appends b (see recorder). A conflict is returned as it is,
+// for the caller to read forward and decide again.
+func (d *Dispatcher) appendEvents(ctx context.Context, stream string, expect eventstore.Revision, b record.Batch) (eventstore.AppendResult, error) {
+	res, err := d.recorder().Append(ctx, stream, expect, b)
+	if err != nil && !isConflict(err) {
+		return res, fmt.Errorf("dispatch: append to %s: %w", stream, err)
 	}
-}
-
-// encode turns events into what the store appends (ids left to the
-// caller), all with one metadata.
-func (d *Dispatcher) encode(events []domain.Event, actor domain.Actor, requestID string, at time.Time) ([]eventstore.EventData, error) {
-	md, err := domain.EncodeMetadata(domain.Envelope{OccurredAt: at, Actor: actor, RequestID: requestID})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]eventstore.EventData, len(events))
-	for i, e := range events {
-		typ, data, err := d.reg.Encode(e)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = eventstore.EventData{Type: typ, Data: data, Metadata: md}
-	}
-	return out, nil
+	return res, err
 }

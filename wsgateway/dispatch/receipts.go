@@ -14,6 +14,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 	"tvsm/wsgateway"
 )
 
@@ -160,6 +161,7 @@ func (r *receipts) appendSend(send int64, xs []receipt) {
 		return int(a.kind)*256 + int(a.index) - (int(b.kind)*256 + int(b.index))
 	})
 	events := make([]domain.Event, len(keys))
+	ids := make([]eventstore.EventID, len(keys))
 	for i, g := range keys {
 		devices := slices.Compact(slices.Sorted(slices.Values(groups[g])))
 		groups[g] = devices
@@ -170,15 +172,15 @@ func (r *receipts) appendSend(send int64, xs []receipt) {
 		}
 	}
 	stream := domain.ReceiptStream(send)
-	data, err := r.d.encode(events, domain.SystemActor(), requestPrefix+r.d.opts.Node, r.d.clock.Now())
+	for i, e := range events {
+		ids[i] = receiptEventID(stream, e.EventType(), keys[i].index, groups[keys[i]])
+	}
+	b, err := r.d.recorder().Encode(events, r.d.systemMeta(), record.Explicit(ids...))
 	if err != nil {
 		r.fail(stream, len(xs), err)
 		return
 	}
-	for i := range data {
-		data[i].ID = receiptEventID(stream, data[i].Type, keys[i].index, groups[keys[i]])
-	}
-	if err := r.d.appendAny(stream, data); err != nil {
+	if err := r.d.appendAny(stream, b); err != nil {
 		r.fail(stream, len(xs), err)
 		return
 	}
@@ -205,20 +207,20 @@ func receiptEventID(stream, typ string, index uint8, devices []int64) eventstore
 		h.Write(b[:])
 	}
 	name := "receipt|" + stream + "|" + typ + "|" + strconv.Itoa(int(index)) + "|" + hex.EncodeToString(h.Sum(nil)[:16])
-	return eventstore.DeriveEventID(name, 0)
+	return record.Derived(name).ID(0)
 }
 
 // appendAny appends events whose ids are deterministic with Any, so that a
 // repeat is a no-op. When some of them are stored already (the store then
 // refuses the whole append), it appends them one at a time, skipping those.
-func (d *Dispatcher) appendAny(stream string, data []eventstore.EventData) error {
+func (d *Dispatcher) appendAny(stream string, b record.Batch) error {
 	ctx := context.Background()
-	_, err := d.appendEvents(ctx, stream, eventstore.Any, data)
-	if !errors.Is(err, eventstore.ErrDuplicateEventID) || len(data) == 1 {
+	_, err := d.appendEvents(ctx, stream, eventstore.Any, b)
+	if !errors.Is(err, eventstore.ErrDuplicateEventID) || b.Len() == 1 {
 		return err
 	}
-	for _, e := range data {
-		if _, err := d.appendEvents(ctx, stream, eventstore.Any, []eventstore.EventData{e}); err != nil && !errors.Is(err, eventstore.ErrDuplicateEventID) {
+	for i := range b.Len() {
+		if _, err := d.appendEvents(ctx, stream, eventstore.Any, b.Slice(i, i+1)); err != nil && !errors.Is(err, eventstore.ErrDuplicateEventID) {
 			return err
 		}
 	}

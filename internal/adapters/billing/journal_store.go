@@ -9,6 +9,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 )
 
 // StoreSink stores journal entries as domain.BillingCalled events in the
@@ -18,6 +19,9 @@ import (
 type StoreSink struct {
 	Store    eventstore.Store
 	Registry *domain.Registry
+	// Policy resends an append whose outcome is unknown (the zero value:
+	// record's defaults).
+	Policy record.Policy
 }
 
 // Save implements Sink: the calls of account in one append.
@@ -25,43 +29,41 @@ func (s StoreSink) Save(ctx context.Context, account int64, calls []Call) error 
 	if account <= 0 {
 		return fmt.Errorf("billing journal: account %d is not a valid id", account)
 	}
-	data := make([]eventstore.EventData, 0, len(calls))
+	rec := record.Log{Store: s.Store, Registry: s.Registry, Policy: s.Policy}
+	parts := make([]record.Batch, 0, len(calls))
 	for _, c := range calls {
-		d, err := s.encode(c)
+		b, err := s.encode(rec, c)
 		if err != nil {
 			return err
 		}
-		data = append(data, d)
+		parts = append(parts, b)
 	}
-	if len(data) == 0 {
+	if len(parts) == 0 {
 		return nil
 	}
-	_, err := s.Store.Append(ctx, domain.AccountStream(account), eventstore.Any, data...)
+	_, err := rec.Append(ctx, domain.AccountStream(account), eventstore.Any, record.Join(parts...))
 	return err
 }
 
-func (s StoreSink) encode(c Call) (eventstore.EventData, error) {
+// encode encodes one call with its own metadata.
+func (s StoreSink) encode(rec record.Log, c Call) (record.Batch, error) {
 	e := domain.BillingCalled{
 		AccountID: c.Account, Provider: c.Provider, DeviceID: c.Device,
 		Route: c.Route, Method: c.Method, Path: c.Path, Status: c.Status,
 		LatencyMS: c.Latency.Milliseconds(), Failure: c.Failure,
 	}
-	typ, body, err := s.Registry.Encode(e)
-	if err != nil {
-		return eventstore.EventData{}, err
-	}
-	env := domain.Envelope{Event: e, OccurredAt: c.At, Actor: domain.SystemActor(), RequestID: c.RequestID}
+	meta := domain.Metadata{OccurredAt: c.At, Actor: domain.SystemActor(), RequestID: c.RequestID}
 	if c.Device > 0 {
-		env.Actor = domain.DeviceActor(c.Device)
+		meta.Actor = domain.DeviceActor(c.Device)
 	}
-	if domain.ValidateRequestID(env.RequestID) != nil {
-		env.RequestID = uuid.NewString()
+	if domain.ValidateRequestID(meta.RequestID) != nil {
+		meta.RequestID = uuid.NewString()
 	}
-	md, err := domain.EncodeMetadata(env)
+	// A random id: a request id a client chose must not make two calls
+	// collide. It is drawn once, so a resend of the append stores it once.
+	b, err := rec.Encode([]domain.Event{e}, meta, record.Explicit(eventstore.EventID(uuid.New())))
 	if err != nil {
-		return eventstore.EventData{}, errors.Join(errors.New("billing journal"), err)
+		return record.Batch{}, errors.Join(errors.New("billing journal"), err)
 	}
-	// A random id: the journal never re-sends an append, and a request id a
-	// client chose must not make two calls collide.
-	return eventstore.EventData{ID: eventstore.EventID(uuid.New()), Type: typ, Data: body, Metadata: md}, nil
+	return b, nil
 }

@@ -142,11 +142,7 @@ func TestLoadKeySharedByNodes(t *testing.T) {
 func TestLoadKeyRefusesUnusableEvent(t *testing.T) {
 	store := openStore(t)
 	reg := registry()
-	data, err := encodeKey(reg, []byte("too short"), t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Append(context.Background(), KeyStream, eventstore.NoStream, data); err != nil {
+	if err := appendKey(context.Background(), store, reg, []byte("too short"), t0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := LoadKey(context.Background(), store, reg, t0); err == nil {

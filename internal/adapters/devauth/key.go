@@ -9,6 +9,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 )
 
 // KeyStream is the stream holding the token signing key: one event,
@@ -51,11 +52,7 @@ func LoadKey(ctx context.Context, store eventstore.Store, reg *domain.Registry, 
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("devauth: generate key: %w", err)
 	}
-	data, err := encodeKey(reg, key, now)
-	if err != nil {
-		return nil, err
-	}
-	_, err = store.Append(ctx, KeyStream, eventstore.NoStream, data)
+	err = appendKey(ctx, store, reg, key, now)
 	switch {
 	case err == nil:
 		return key, nil
@@ -65,36 +62,29 @@ func LoadKey(ctx context.Context, store eventstore.Store, reg *domain.Registry, 
 	return nil, fmt.Errorf("devauth: store key: %w", err)
 }
 
-func encodeKey(reg *domain.Registry, key []byte, now time.Time) (eventstore.EventData, error) {
-	e := KeyCreated{Key: key}
-	typ, body, err := reg.Encode(e)
-	if err != nil {
-		return eventstore.EventData{}, fmt.Errorf("devauth: encode key: %w", err)
-	}
-	md, err := domain.EncodeMetadata(domain.Envelope{Event: e, OccurredAt: now, Actor: domain.SystemActor(), RequestID: "device-token-key"})
-	if err != nil {
-		return eventstore.EventData{}, fmt.Errorf("devauth: encode key metadata: %w", err)
-	}
-	return eventstore.EventData{ID: eventstore.NewEventID(), Type: typ, Data: body, Metadata: md}, nil
+// appendKey appends key as the first event of KeyStream ("no stream").
+func appendKey(ctx context.Context, store eventstore.Store, reg *domain.Registry, key []byte, now time.Time) error {
+	meta := domain.Metadata{OccurredAt: now, Actor: domain.SystemActor(), RequestID: "device-token-key"}
+	_, err := record.Log{Store: store, Registry: reg}.Record(ctx, KeyStream, eventstore.NoStream, []domain.Event{KeyCreated{Key: key}}, meta, record.Random())
+	return err
 }
 
 // readKey reads the key from the first event of KeyStream; it returns
 // ErrStreamNotFound (wrapped) when there is none yet.
 func readKey(ctx context.Context, store eventstore.Store, reg *domain.Registry) ([]byte, error) {
-	recs, err := store.ReadStream(ctx, KeyStream, eventstore.Start, 1)
-	if err != nil {
-		return nil, fmt.Errorf("devauth: read key: %w", err)
-	}
-	if len(recs) == 0 {
-		return nil, fmt.Errorf("devauth: read key: %w", eventstore.ErrStreamNotFound)
-	}
-	e, err := reg.Decode(recs[0].Type, recs[0].Data)
-	if err != nil {
+	e, first, found, err := record.First(ctx, record.Log{Store: store, Registry: reg}, KeyStream)
+	var undecodable *record.DecodeError
+	switch {
+	case errors.As(err, &undecodable):
 		return nil, fmt.Errorf("devauth: decode key: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("devauth: read key: %w", err)
+	case !found:
+		return nil, fmt.Errorf("devauth: read key: %w", eventstore.ErrStreamNotFound)
 	}
 	k, ok := e.(KeyCreated)
 	if !ok || len(k.Key) < MinKeyLen {
-		return nil, fmt.Errorf("devauth: %s holds no usable key (%s)", KeyStream, recs[0].Type)
+		return nil, fmt.Errorf("devauth: %s holds no usable key (%s)", KeyStream, first.Type)
 	}
 	return k.Key, nil
 }

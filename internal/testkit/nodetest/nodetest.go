@@ -21,6 +21,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
+	"tvsm/eventstore/record"
 	"tvsm/internal/platform/schedule"
 	"tvsm/internal/platform/throttle"
 	"tvsm/internal/wiring/node"
@@ -209,18 +210,11 @@ func (e *Env) Super(t testing.TB, method, path string, body any) (int, []byte) {
 // node's read model has applied it. It returns the event's position.
 func (e *Env) AppendEvent(t testing.TB, stream string, ev domain.Event) eventstore.Position {
 	t.Helper()
-	typ, data, err := e.Node.Registry.Encode(ev)
+	rec := record.Log{Store: e.Store, Registry: e.Node.Registry}
+	meta := domain.Metadata{OccurredAt: time.Now(), Actor: domain.SystemActor(), RequestID: "nodetest"}
+	res, err := rec.Record(context.Background(), stream, eventstore.Any, []domain.Event{ev}, meta, record.Random())
 	if err != nil {
-		t.Fatalf("nodetest: encode %T: %v", ev, err)
-	}
-	md, err := domain.EncodeMetadata(domain.Envelope{Event: ev, OccurredAt: time.Now(), Actor: domain.SystemActor(), RequestID: "nodetest"})
-	if err != nil {
-		t.Fatalf("nodetest: encode metadata: %v", err)
-	}
-	res, err := e.Store.Append(context.Background(), stream, eventstore.Any,
-		eventstore.EventData{ID: eventstore.NewEventID(), Type: typ, Data: data, Metadata: md})
-	if err != nil {
-		t.Fatalf("nodetest: append to %s: %v", stream, err)
+		t.Fatalf("nodetest: record %T in %s: %v", ev, stream, err)
 	}
 	e.WaitApplied(t, res.Position)
 	return res.Position
