@@ -13,6 +13,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/projections"
 	"tvsm/wsgateway"
 )
 
@@ -222,7 +223,7 @@ func (d *Dispatcher) readForward(ctx context.Context, s *sendState, mine []event
 			landed = landed || events[i].ID == m.ID
 		}
 	}
-	d.applyBatch(ctx, events)
+	d.applyBatch(ctx, projections.Decode(d.reg, events))
 	return landed, nil
 }
 
