@@ -63,27 +63,20 @@ type StreamRef struct {
 // Name returns the stream name r was parsed from: ParseStream(r.Name())
 // returns r for every r ParseStream returns.
 func (r StreamRef) Name() string {
-	switch r.Kind {
-	case StreamAccount:
-		return AccountStream(r.ID)
-	case StreamProvider:
-		return ProviderStream(r.ID)
-	case StreamTariff:
-		return TariffStream(r.ID)
-	case StreamChannel:
-		return ChannelStream(r.ID)
-	case StreamCategory:
-		return CategoryStream(r.ID)
-	case StreamAdmin:
+	switch {
+	case r.Kind == StreamAdmin:
 		return AdminStream(r.Login)
-	case StreamCommand:
-		return CommandStream(r.ID)
-	case StreamReceipt:
-		return ReceiptStream(r.ID)
-	case StreamDevice:
-		return DeviceStream(r.ID)
+	case int(r.Kind) < len(idStreams) && idStreams[r.Kind] != nil:
+		return idStreams[r.Kind](r.ID)
 	}
 	return ""
+}
+
+// idStreams are the helpers naming the streams of an id, by kind.
+var idStreams = [...]func(int64) string{
+	StreamAccount: AccountStream, StreamProvider: ProviderStream, StreamTariff: TariffStream,
+	StreamChannel: ChannelStream, StreamCategory: CategoryStream, StreamCommand: CommandStream,
+	StreamReceipt: ReceiptStream, StreamDevice: DeviceStream,
 }
 
 // ParseStream is the inverse of the stream helpers (AccountStream,
