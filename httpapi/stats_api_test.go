@@ -34,6 +34,7 @@ import (
 type stEnv struct {
 	t     testing.TB
 	url   string
+	reg   *domain.Registry
 	facts *embedded.Store
 	rec   *statstest.Recorder
 	model *readmodel.Model
@@ -50,14 +51,14 @@ func stStartClosed(t testing.TB, closed stats.ClosedDays) *stEnv {
 	t.Helper()
 	reg := domain.NewRegistry()
 	domain.RegisterEvents(reg)
-	e := &stEnv{t: t, rec: statstest.NewRecorder(reg), model: readmodel.New(reg)}
+	e := &stEnv{t: t, reg: reg, rec: statstest.NewRecorder(reg), model: readmodel.New(reg)}
 	facts, err := embedded.Open(t.TempDir(), embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { facts.Close() })
 	e.facts = facts
-	e.proj, err = stats.NewProjector(facts, stats.ProjectorOptions{Registry: reg, Logger: slog.New(slog.DiscardHandler)})
+	e.proj, err = stats.NewProjector(facts, stats.ProjectorOptions{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +100,10 @@ func (e *stEnv) at(when string, events ...domain.Event) {
 		batch = append(batch, e.rec.Record(at, ev))
 	}
 	ctx := context.Background()
-	if err := e.model.Apply(ctx, batch, projections.Live); err != nil {
+	if err := projections.ApplyRecorded(ctx, e.reg, e.model, batch, projections.Live); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := e.proj.Apply(ctx, batch, projections.Live); err != nil {
+	if err := projections.ApplyRecorded(ctx, e.reg, e.proj, batch, projections.Live); err != nil {
 		e.t.Fatal(err)
 	}
 }

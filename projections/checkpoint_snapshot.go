@@ -22,7 +22,7 @@ import (
 //	} else if errors.Is(err, projections.ErrCorruptSnapshot) {
 //		// log it, start from an empty model and the whole log
 //	}
-//	r := projections.NewRunner(store, m, projections.SnapshotCheckpoints{Position: pos}, opts)
+//	r := projections.NewRunner(store, reg, m, projections.SnapshotCheckpoints{Position: pos}, opts)
 //
 // Taking a snapshot (periodically, and on shutdown):
 //

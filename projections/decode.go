@@ -13,23 +13,25 @@ import (
 // soon after a batch arrives.
 const decodeChunk = 128
 
-// DecodeAhead calls apply for every event of events in order, on the
+// decodeAhead calls apply for every event of events in order, on the
 // calling goroutine, with what decode made of it; decode runs on up to
 // GOMAXPROCS goroutines, chunk by chunk ahead of apply. Replaying a log is
 // mostly JSON decoding, which is independent per event, while applying
-// must follow log order: this way both cores work during a replay.
+// must follow log order: this way both cores work during a replay. The
+// value apply gets is valid during the call only.
 //
 // The first error, of decode or apply, in log order, ends the call:
 // events after it are neither applied nor (beyond chunks already taken)
-// decoded. DecodeAhead returns only after every goroutine it started has.
-func DecodeAhead[T any](events []eventstore.RecordedEvent, decode func(*eventstore.RecordedEvent) (T, error),
-	apply func(*eventstore.RecordedEvent, T) error) error {
+// decoded. decodeAhead returns only after every goroutine it started has.
+func decodeAhead[T any](events []eventstore.RecordedEvent, decode func(*eventstore.RecordedEvent, *T) error,
+	apply func(*eventstore.RecordedEvent, *T) error) error {
 	workers := min(runtime.GOMAXPROCS(0), (len(events)+decodeChunk-1)/decodeChunk)
 	if workers <= 1 {
+		var v T // one value for the whole batch: apply must not keep it
 		for i := range events {
-			v, err := decode(&events[i])
+			err := decode(&events[i], &v)
 			if err == nil {
-				err = apply(&events[i], v)
+				err = apply(&events[i], &v)
 			}
 			if err != nil {
 				return err
@@ -53,7 +55,7 @@ func DecodeAhead[T any](events []eventstore.RecordedEvent, decode func(*eventsto
 		for i := c * decodeChunk; i < min(len(events), (c+1)*decodeChunk); i++ {
 			err := d.out[i].err
 			if err == nil {
-				err = apply(&events[i], d.out[i].v)
+				err = apply(&events[i], &d.out[i].v)
 			}
 			if err != nil {
 				return err
@@ -69,12 +71,12 @@ type decoded[T any] struct {
 	err error
 }
 
-// decoding is one DecodeAhead call's shared state: workers take chunks in
+// decoding is one decodeAhead call's shared state: workers take chunks in
 // order (next) and close a chunk's ready channel once its events are
 // decoded.
 type decoding[T any] struct {
 	events []eventstore.RecordedEvent
-	decode func(*eventstore.RecordedEvent) (T, error)
+	decode func(*eventstore.RecordedEvent, *T) error
 	out    []decoded[T]
 	ready  []chan struct{}
 	next   atomic.Int64
@@ -88,7 +90,7 @@ func (d *decoding[T]) work() {
 			return
 		}
 		for i := c * decodeChunk; i < min(len(d.events), (c+1)*decodeChunk); i++ {
-			d.out[i].v, d.out[i].err = d.decode(&d.events[i])
+			d.out[i].err = d.decode(&d.events[i], &d.out[i].v)
 		}
 		close(d.ready[c])
 	}

@@ -1,4 +1,4 @@
-package projections_test
+package projections
 
 import (
 	"errors"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"tvsm/eventstore"
-	"tvsm/projections"
 )
 
 func decodeEvents(n int) []eventstore.RecordedEvent {
@@ -19,6 +18,14 @@ func decodeEvents(n int) []eventstore.RecordedEvent {
 			Position: eventstore.Position{Commit: uint64(i + 1), Prepare: uint64(i + 1)}}
 	}
 	return events
+}
+
+// into adapts a decode function returning its value to decodeAhead's.
+func into(decode func(*eventstore.RecordedEvent) (int, error)) func(*eventstore.RecordedEvent, *int) error {
+	return func(ev *eventstore.RecordedEvent, v *int) (err error) {
+		*v, err = decode(ev)
+		return err
+	}
 }
 
 // decodeNumber parses the event's data; chunks finish out of order since
@@ -41,7 +48,8 @@ func TestDecodeAheadAppliesEveryEventInLogOrder(t *testing.T) {
 			events := decodeEvents(n)
 			var decodes atomic.Int64
 			var applied []int
-			err := projections.DecodeAhead(events, decodeNumber(&decodes, n), func(ev *eventstore.RecordedEvent, v int) error {
+			err := decodeAhead(events, into(decodeNumber(&decodes, n)), func(ev *eventstore.RecordedEvent, p *int) error {
+				v := *p
 				if uint64(v+1) != ev.Position.Commit {
 					return fmt.Errorf("event at %d got the value of event %d", ev.Position.Commit, v)
 				}
@@ -80,8 +88,8 @@ func TestDecodeAheadStopsAtTheFirstErrorInLogOrder(t *testing.T) {
 				return v, err
 			}
 			applied := 0
-			err := projections.DecodeAhead(events, decode, func(ev *eventstore.RecordedEvent, v int) error {
-				if where == "apply" && v == bad {
+			err := decodeAhead(events, into(decode), func(ev *eventstore.RecordedEvent, v *int) error {
+				if where == "apply" && *v == bad {
 					return errBad
 				}
 				applied++
@@ -111,7 +119,7 @@ func BenchmarkDecodeAhead(b *testing.B) {
 	var decodes atomic.Int64
 	decode := decodeNumber(&decodes, 0)
 	for b.Loop() {
-		if err := projections.DecodeAhead(events, decode, func(*eventstore.RecordedEvent, int) error { return nil }); err != nil {
+		if err := decodeAhead(events, into(decode), func(*eventstore.RecordedEvent, *int) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 	}

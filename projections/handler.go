@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"fmt"
+	"iter"
 
 	"tvsm/eventstore"
 )
@@ -19,7 +20,9 @@ type Handler interface {
 	// Filter selects the events the handler wants. The runner still advances
 	// the checkpoint past events the filter drops.
 	Filter() eventstore.Filter
-	// Apply applies a batch of events, in log order. It must be idempotent:
+	// Apply applies a batch of events, in log order, decoded by the runner
+	// (Event; the batch is decoded ahead while Apply ranges over it, and
+	// an *Event is valid during its iteration only). It must be idempotent:
 	// after a failure (of Apply itself, of saving the checkpoint, of the
 	// subscription or of the process) the runner delivers the same events
 	// again, and applying them twice must leave the same state as applying
@@ -28,7 +31,7 @@ type Handler interface {
 	//
 	// In Replay mode the handler must not cause side effects outside its own
 	// state (websocket pushes, outbound calls, emails).
-	Apply(ctx context.Context, events []eventstore.RecordedEvent, mode Mode) error
+	Apply(ctx context.Context, events iter.Seq[*Event], mode Mode) error
 }
 
 // Mode tells Apply whether it may cause side effects. The zero value is not a

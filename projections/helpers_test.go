@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
 )
@@ -66,6 +68,10 @@ func head(t *testing.T, s *embedded.Store) eventstore.Position {
 	return p
 }
 
+// testEvents is the registry the runners of these tests decode with: the
+// test events ("Test.v1") are not in it, so they reach handlers Unknown.
+var testEvents = domain.NewRegistry()
+
 // testHandler is an idempotent projection: its state is the set of event ids
 // seen, with their data. It also records every delivery, for assertions.
 type testHandler struct {
@@ -93,7 +99,11 @@ func newTestHandler(name string, prefixes ...string) *testHandler {
 func (h *testHandler) Name() string              { return h.name }
 func (h *testHandler) Filter() eventstore.Filter { return h.filter }
 
-func (h *testHandler) Apply(ctx context.Context, events []eventstore.RecordedEvent, mode Mode) error {
+func (h *testHandler) Apply(ctx context.Context, decoded iter.Seq[*Event], mode Mode) error {
+	var events []eventstore.RecordedEvent
+	for e := range decoded {
+		events = append(events, *e.RecordedEvent)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.calls++

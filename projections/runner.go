@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"tvsm/domain"
 	"tvsm/eventstore"
 )
 
@@ -69,12 +70,14 @@ type RunnerOptions struct {
 const DefaultCheckpointEvery = time.Second
 
 // Runner feeds one Handler from the global log: catch-up subscription after
-// the checkpoint, batch apply, checkpoint save, progress publication,
+// the checkpoint, decoding (each batch once, see Event), batch apply,
+// checkpoint save, progress publication,
 // resubscription with backoff after failures, and a watchdog for stalled
 // subscriptions. Create it with NewRunner and start it with Run.
 type Runner struct {
 	store eventstore.Store
 	h     Handler
+	dec   *Decoder
 	name  string
 	cp    CheckpointStore
 	opts  RunnerOptions
@@ -94,9 +97,9 @@ type Runner struct {
 	lastBatch time.Time
 }
 
-// NewRunner returns a runner that feeds h from store, keeping its checkpoint
-// in cp.
-func NewRunner(store eventstore.Store, h Handler, cp CheckpointStore, opts RunnerOptions) *Runner {
+// NewRunner returns a runner that feeds h from store, decoding events with
+// reg (DecoderFor) and keeping its checkpoint in cp.
+func NewRunner(store eventstore.Store, reg *domain.Registry, h Handler, cp CheckpointStore, opts RunnerOptions) *Runner {
 	if opts.BackoffBase <= 0 {
 		opts.BackoffBase = DefaultBackoffBase
 	}
@@ -119,6 +122,7 @@ func NewRunner(store eventstore.Store, h Handler, cp CheckpointStore, opts Runne
 	return &Runner{
 		store: store,
 		h:     h,
+		dec:   DecoderFor(reg, h),
 		name:  name,
 		cp:    cp,
 		opts:  opts,
@@ -331,7 +335,7 @@ func (r *Runner) handle(ctx context.Context, st *runState, b eventstore.Batch) e
 	if n := len(b.Events); n > 0 {
 		mode := r.mode(st)
 		last := b.Events[n-1].Position
-		if err := r.h.Apply(ctx, b.Events, mode); err != nil {
+		if err := r.h.Apply(ctx, r.dec.Decode(b.Events), mode); err != nil {
 			return fmt.Errorf("projections: %s: apply %d events up to %v (%v): %w", r.name, n, last, mode, err)
 		}
 		r.eventsApplied.Add(uint64(n))

@@ -29,7 +29,7 @@ func TestRunnerAppliesEverythingOnceInOrder(t *testing.T) {
 	var caughtUp atomic.Int32
 	opts := fastOptions(t)
 	opts.OnCaughtUp = func() { caughtUp.Add(1) }
-	r := NewRunner(fs, h, cp, opts)
+	r := NewRunner(fs, testEvents, h, cp, opts)
 	startRunner(t, r)
 
 	waitApplied(t, r, head(t, s))
@@ -60,7 +60,7 @@ func TestRunnerRestartAppliesOnlyTail(t *testing.T) {
 	first := appendEvents(t, s, "account-1", 30)
 
 	h1 := newTestHandler("rm.v1")
-	r1 := NewRunner(s, h1, cp, fastOptions(t))
+	r1 := NewRunner(s, testEvents, h1, cp, fastOptions(t))
 	stop := startRunner(t, r1)
 	waitApplied(t, r1, first)
 	stop()
@@ -70,7 +70,7 @@ func TestRunnerRestartAppliesOnlyTail(t *testing.T) {
 
 	tail := appendEvents(t, s, "account-2", 12)
 	h2 := newTestHandler("rm.v1")
-	r2 := NewRunner(s, h2, cp, fastOptions(t))
+	r2 := NewRunner(s, testEvents, h2, cp, fastOptions(t))
 	if got := r2.Progress().Position(); got != eventstore.Beginning {
 		t.Fatalf("progress before Run = %v", got)
 	}
@@ -91,7 +91,7 @@ func TestHandlerIdempotentFedTwice(t *testing.T) {
 		appendEvents(t, s, fmt.Sprintf("account-%d", i), 15)
 	}
 	h := newTestHandler("rm.v1")
-	r1 := NewRunner(s, h, fileCheckpoints(t), fastOptions(t))
+	r1 := NewRunner(s, testEvents, h, fileCheckpoints(t), fastOptions(t))
 	stop := startRunner(t, r1)
 	waitApplied(t, r1, head(t, s))
 	stop()
@@ -99,7 +99,7 @@ func TestHandlerIdempotentFedTwice(t *testing.T) {
 
 	opts := fastOptions(t)
 	opts.Rebuild = true
-	r2 := NewRunner(s, h, fileCheckpoints(t), opts)
+	r2 := NewRunner(s, testEvents, h, fileCheckpoints(t), opts)
 	stop = startRunner(t, r2)
 	waitApplied(t, r2, head(t, s))
 	stop()
@@ -126,7 +126,7 @@ func TestRunnerCrashBetweenApplyAndSave(t *testing.T) {
 	}
 	fs := &faultyStore{Store: s, wrap: split}
 	h := newTestHandler("rm.v1")
-	r1 := NewRunner(fs, h, cp, fastOptions(t))
+	r1 := NewRunner(fs, testEvents, h, cp, fastOptions(t))
 	stop := startRunner(t, r1)
 	waitApplied(t, r1, last)
 	eventually(t, "a failed save reported", func() bool { return r1.Stats().LastError != "" })
@@ -139,7 +139,7 @@ func TestRunnerCrashBetweenApplyAndSave(t *testing.T) {
 	}
 
 	fs2 := &faultyStore{Store: s, wrap: split}
-	r2 := NewRunner(fs2, h, inner, fastOptions(t))
+	r2 := NewRunner(fs2, testEvents, h, inner, fastOptions(t))
 	startRunner(t, r2)
 	waitApplied(t, r2, last)
 	eventually(t, "checkpoint at head", func() bool { return loadCheckpoint(t, inner, "rm.v1") == last })
@@ -167,7 +167,7 @@ func TestRunnerThrottlesCheckpointSaves(t *testing.T) {
 	h := newTestHandler("rm.v1")
 	opts := fastOptions(t)
 	opts.CheckpointEvery = 200 * time.Millisecond
-	r := NewRunner(fs, h, cp, opts)
+	r := NewRunner(fs, testEvents, h, cp, opts)
 	startRunner(t, r)
 	waitApplied(t, r, eventstore.Beginning)
 	var last eventstore.Position
@@ -202,7 +202,7 @@ func TestRunnerRetriesFailedApply(t *testing.T) {
 	cp := fileCheckpoints(t)
 	opts := fastOptions(t)
 	opts.BackoffBase, opts.BackoffMax = 2*time.Millisecond, 50*time.Millisecond
-	r := NewRunner(fs, h, cp, opts)
+	r := NewRunner(fs, testEvents, h, cp, opts)
 	startRunner(t, r)
 	waitApplied(t, r, last)
 
@@ -235,7 +235,7 @@ func TestRunnerResubscribesDroppedSubscription(t *testing.T) {
 	}
 	h := newTestHandler("rm.v1")
 	cp := fileCheckpoints(t)
-	r := NewRunner(fs, h, cp, fastOptions(t))
+	r := NewRunner(fs, testEvents, h, cp, fastOptions(t))
 	startRunner(t, r)
 	waitApplied(t, r, pos(30))
 	last := appendEvents(t, s, "account-2", 5) // live after the drops
@@ -272,7 +272,7 @@ func TestRunnerRebuildReplaysThenGoesLive(t *testing.T) {
 		}
 		return split
 	}}
-	r = NewRunner(fs, h, cp, opts)
+	r = NewRunner(fs, testEvents, h, cp, opts)
 	startRunner(t, r)
 	waitApplied(t, r, history)
 	live := appendEvents(t, s, "account-1", 5)
@@ -311,7 +311,7 @@ func TestRunnerSparseFilterAdvancesCheckpoint(t *testing.T) {
 	some := newTestHandler("accounts.v1", "account-")
 	none := newTestHandler("nothing.v1", "no-such-stream-")
 	for _, h := range []*testHandler{some, none} {
-		r := NewRunner(s, h, cp, fastOptions(t))
+		r := NewRunner(s, testEvents, h, cp, fastOptions(t))
 		startRunner(t, r)
 		waitApplied(t, r, last)
 		eventually(t, h.name+" checkpoint at head", func() bool { return loadCheckpoint(t, cp, h.name) == last })
@@ -337,7 +337,7 @@ func TestRunnerWatchdogResubscribesStalledSubscription(t *testing.T) {
 	h := newTestHandler("rm.v1")
 	opts := fastOptions(t)
 	opts.WatchdogInterval = 20 * time.Millisecond
-	r := NewRunner(fs, h, fileCheckpoints(t), opts)
+	r := NewRunner(fs, testEvents, h, fileCheckpoints(t), opts)
 	startRunner(t, r)
 	waitApplied(t, r, pos(3))
 	<-stalled
@@ -368,7 +368,7 @@ func TestRunnerWatchdogQuietWhenIdleOrBusy(t *testing.T) {
 	}
 	opts := fastOptions(t)
 	opts.WatchdogInterval = interval
-	r := NewRunner(s, h, fileCheckpoints(t), opts)
+	r := NewRunner(s, testEvents, h, fileCheckpoints(t), opts)
 	startRunner(t, r)
 	waitApplied(t, r, pos(3))
 	time.Sleep(3 * interval) // idle at the head
@@ -386,7 +386,7 @@ func TestRunnerWatchdogQuietWhenIdleOrBusy(t *testing.T) {
 
 func TestRunnerRunsOnce(t *testing.T) {
 	s := openStore(t)
-	r := NewRunner(s, newTestHandler("rm.v1"), fileCheckpoints(t), fastOptions(t))
+	r := NewRunner(s, testEvents, newTestHandler("rm.v1"), fileCheckpoints(t), fastOptions(t))
 	startRunner(t, r)
 	eventually(t, "running", func() bool { return r.Stats().CaughtUp })
 	if err := r.Run(context.Background()); err == nil {
@@ -403,7 +403,7 @@ func TestSnapshotReadModelRestart(t *testing.T) {
 	appendEvents(t, s, "account-1", 20)
 
 	h1 := newTestHandler("rm.v1")
-	r1 := NewRunner(s, h1, SnapshotCheckpoints{}, fastOptions(t))
+	r1 := NewRunner(s, testEvents, h1, SnapshotCheckpoints{}, fastOptions(t))
 	stop := startRunner(t, r1)
 	waitApplied(t, r1, pos(20))
 	h1.mu.Lock() // as the read model would: no Apply while encoding
@@ -422,7 +422,7 @@ func TestSnapshotReadModelRestart(t *testing.T) {
 	if err != nil || at != pos(20) || len(h2.state) != 20 {
 		t.Fatalf("restore: at %v, %d events, err %v", at, len(h2.state), err)
 	}
-	r2 := NewRunner(s, h2, SnapshotCheckpoints{Position: at}, fastOptions(t))
+	r2 := NewRunner(s, testEvents, h2, SnapshotCheckpoints{Position: at}, fastOptions(t))
 	startRunner(t, r2)
 	waitApplied(t, r2, tail)
 	state, deliveries, _ := h2.snapshot()
@@ -443,7 +443,7 @@ func TestRunnerSparseFilterLiveTail(t *testing.T) {
 	cp := fileCheckpoints(t)
 	opts := fastOptions(t)
 	opts.WatchdogInterval = 20 * time.Millisecond
-	r := NewRunner(s, h, cp, opts)
+	r := NewRunner(s, testEvents, h, cp, opts)
 	startRunner(t, r)
 	waitApplied(t, r, pos(2))
 	last := appendEvents(t, s, "device-1", 5)
@@ -466,7 +466,7 @@ func TestRunnerMinBatchIntervalSpacesLiveBatchesOnly(t *testing.T) {
 	opts := fastOptions(t)
 	const every = 150 * time.Millisecond
 	opts.MinBatchInterval = every
-	r := NewRunner(fs, h, fileCheckpoints(t), opts)
+	r := NewRunner(fs, testEvents, h, fileCheckpoints(t), opts)
 	start := time.Now()
 	stop := startRunner(t, r)
 	waitApplied(t, r, head(t, s))

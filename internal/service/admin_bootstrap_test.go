@@ -40,7 +40,7 @@ func adminStartBare(t *testing.T) adminBare {
 	domain.RegisterEvents(reg)
 	app.RegisterEvents(reg)
 	model := readmodel.New(reg)
-	runner := projections.NewRunner(store, model, projections.SnapshotCheckpoints{}, projections.RunnerOptions{Logger: logger})
+	runner := projections.NewRunner(store, reg, model, projections.SnapshotCheckpoints{}, projections.RunnerOptions{Logger: logger})
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

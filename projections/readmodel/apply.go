@@ -2,87 +2,53 @@ package readmodel
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+	"iter"
+	"slices"
 
 	"tvsm/domain"
-	"tvsm/eventstore"
 	"tvsm/projections"
 )
 
-// kind is the aggregate a stream belongs to.
-type kind uint8
+// shownKinds are the streams the model follows: the aggregates it shows,
+// and the command and device streams for device authorisation (`update`
+// commands drop it, and connections stamp a device's last connection
+// time).
+var shownKinds = []domain.StreamKind{
+	domain.StreamAccount, domain.StreamProvider, domain.StreamTariff, domain.StreamChannel,
+	domain.StreamCategory, domain.StreamAdmin, domain.StreamCommand, domain.StreamDevice,
+}
 
-const (
-	kindAccount kind = iota + 1
-	kindProvider
-	kindTariff
-	kindChannel
-	kindCategory
-	kindAdmin
-	// kindCommand and kindDevice are followed for device authorisation:
-	// `update` commands drop it, and connections stamp a device's last
-	// connection time.
-	kindCommand
-	kindDevice
-)
-
-// streamKinds are the stream name prefixes of the aggregates the model
-// shows, taken from the domain's stream helpers.
-var streamKinds = []struct {
-	prefix string
-	kind   kind
-}{
-	{idPrefix(domain.AccountStream), kindAccount},
-	{idPrefix(domain.ProviderStream), kindProvider},
-	{idPrefix(domain.TariffStream), kindTariff},
-	{idPrefix(domain.ChannelStream), kindChannel},
-	{idPrefix(domain.CategoryStream), kindCategory},
-	{domain.AdminStream(""), kindAdmin},
-	{idPrefix(domain.CommandStream), kindCommand},
-	{idPrefix(domain.DeviceStream), kindDevice},
+// shown reports whether the model follows streams of kind k.
+func shown(k domain.StreamKind) bool {
+	return slices.Contains(shownKinds, k)
 }
 
 // ignoredTypes are the event types the model has no use for: most of the
 // command and device streams, and journal events (domain.JournalEventTypes)
 // in account streams.
 // The filter keeps them away (a device's viewing reports above all: they
-// are the bulk of the log), and Apply passes over them should one arrive
-// anyway.
+// are the bulk of the log), and should one arrive anyway the runner does
+// not decode it (IgnoredTypes) and Apply passes over it.
 var ignoredTypes = append([]string{
 	domain.CommandsSentType, domain.CommandExpiredType, domain.CommandsAckedType, domain.CommandsConfirmedType,
 	domain.DeviceDisconnectedType, domain.ViewingReportedType,
 }, domain.JournalEventTypes()...)
 
-// typeFamily returns an event type name without its version: the prefix
-// that matches every version of it ("AccountCreated." for
-// "AccountCreated.v1"), so that old versions read through upcasters pass
-// the filter too.
-func typeFamily(name string) string {
-	if i := strings.LastIndexByte(name, '.'); i >= 0 {
-		return name[:i+1]
-	}
-	return name
-}
-
 // ignored reports whether events of type name are passed over.
 func ignored(name string) bool {
-	family := typeFamily(name)
+	family := projections.TypeFamily(name)
 	for _, t := range ignoredTypes {
-		if typeFamily(t) == family {
+		if projections.TypeFamily(t) == family {
 			return true
 		}
 	}
 	return false
 }
 
-// idPrefix returns what stream puts before an id: "account-" for
-// domain.AccountStream.
-func idPrefix(stream func(int64) string) string {
-	return strings.TrimSuffix(stream(0), "0")
-}
+// IgnoredTypes implements projections.TypeIgnorer: the runner leaves
+// ignoredTypes undecoded.
+func (m *Model) IgnoredTypes() []string { return ignoredTypes }
 
 // evolvers are the domain's evolve functions: the model applies events
 // exactly as the aggregates do.
@@ -108,7 +74,7 @@ func newEvolvers() evolvers {
 
 // change is one decoded event, ready to apply.
 type change struct {
-	kind  kind
+	kind  domain.StreamKind
 	id    int64  // from the stream name; admins: 0
 	login string // admins: from the stream name
 	rev   uint64 // the event's revision in its stream
@@ -117,9 +83,8 @@ type change struct {
 	at    int64 // unix seconds the event happened (AccountCreated, DeviceBound) or was recorded
 }
 
-// Apply implements projections.Handler. It decodes each event with the
-// registry and applies it as the domain's Evolve does, one event per
-// acquisition of the write lock.
+// Apply implements projections.Handler. It applies each event as the
+// domain's Evolve does, one event per acquisition of the write lock.
 //
 // Apply is idempotent: an event whose revision is at or below the revision
 // already applied for its stream (entity) is skipped, as eventhorizon's
@@ -132,112 +97,75 @@ type change struct {
 // this one cannot read, and serving slightly stale rows beats serving none.
 // Data that does not decode as its registered type is an error: the runner
 // logs it and retries, and the model stays at the event before it.
-//
-// A long batch (a replay) is decoded ahead on every core
-// (projections.DecodeAhead) while it is applied in order.
-func (m *Model) Apply(ctx context.Context, events []eventstore.RecordedEvent, _ projections.Mode) error {
+func (m *Model) Apply(ctx context.Context, events iter.Seq[*projections.Event], _ projections.Mode) error {
 	applied := 0
-	return projections.DecodeAhead(events, m.decodeChange, func(ev *eventstore.RecordedEvent, d decodedChange) error {
+	for ev := range events {
 		if applied++; applied%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
+		c, ok, err := changeOf(ev)
+		if err != nil {
+			return fmt.Errorf("readmodel: apply %s of %s at revision %d: %w", ev.Type, ev.Stream, ev.Revision, err)
+		}
 		m.mu.Lock()
-		if d.ok {
-			m.st.apply(&m.ev, &d.c)
-		} else if d.c.kind != 0 {
+		if ok {
+			m.st.apply(&m.ev, &c)
+		} else if c.kind != 0 {
 			m.skipped++
 		}
 		if ev.Position.After(m.st.pos) {
 			m.st.pos = ev.Position
 		}
 		m.mu.Unlock()
-		return nil
-	})
-}
-
-// decodedChange is what decodeChange made of an event.
-type decodedChange struct {
-	c  change
-	ok bool
-}
-
-func (m *Model) decodeChange(ev *eventstore.RecordedEvent) (decodedChange, error) {
-	c, ok, err := m.decode(ev)
-	if err != nil {
-		return decodedChange{}, fmt.Errorf("readmodel: apply %s of %s at revision %d: %w", ev.Type, ev.Stream, ev.Revision, err)
 	}
-	return decodedChange{c, ok}, nil
+	return nil
 }
 
-// decode turns a recorded event into a change. ok is false for events the
+// changeOf turns a decoded event into a change. ok is false for events the
 // model passes over: streams it does not show (the filter keeps them away
-// anyway) and unknown event types (then c.kind is set).
-func (m *Model) decode(ev *eventstore.RecordedEvent) (c change, ok bool, err error) {
-	c.kind, c.id, c.login, ok = parseStream(ev.Stream)
-	if !ok || ignored(ev.Type) {
-		return change{}, false, nil
+// anyway), ignored types and unknown event types (then c.kind is set).
+func changeOf(ev *projections.Event) (c change, ok bool, err error) {
+	ref := ev.StreamRef
+	if !shown(ref.Kind) || ev.Payload == nil && !ev.Unknown && ev.Err == nil {
+		return change{}, false, nil // not followed, or an ignored type
 	}
-	c.rev = ev.Revision
-	c.pos = ev.Position.Commit
-	c.at = ev.Created.Unix()
-	c.event, err = m.reg.Decode(ev.Type, ev.Data)
-	if errors.Is(err, domain.ErrUnknownEventType) {
+	if ev.Err != nil {
+		return change{}, false, ev.Err
+	}
+	c = change{kind: ref.Kind, id: ref.ID, login: ref.Login, rev: ev.Revision, pos: ev.Position.Commit,
+		event: ev.Payload, at: ev.Created.Unix()}
+	if ev.Unknown {
 		return c, false, nil
-	}
-	if err != nil {
-		return change{}, false, err
 	}
 	switch c.event.(type) {
 	case domain.AccountCreated, domain.DeviceBound, domain.DeviceConnected:
-		// Their time is shown (created, last connected); take it from the metadata, which
-		// says when it happened, falling back to when it was recorded.
-		if md, err := domain.DecodeMetadata(ev.Metadata); err == nil {
-			c.at = md.OccurredAt.Unix()
-		}
+		// Their time is shown (created, last connected): when it happened,
+		// not when it was recorded.
+		c.at = ev.OccurredAt.Unix()
 	}
 	return c, true, nil
-}
-
-// parseStream returns the aggregate of a stream and the id or login in its
-// name; ok is false for streams the model does not show.
-func parseStream(stream string) (k kind, id int64, login string, ok bool) {
-	for _, sk := range streamKinds {
-		rest, found := strings.CutPrefix(stream, sk.prefix)
-		if !found {
-			continue
-		}
-		if sk.kind == kindAdmin {
-			return sk.kind, 0, rest, rest != ""
-		}
-		n, err := strconv.ParseInt(rest, 10, 64)
-		if err != nil || n <= 0 {
-			return 0, 0, "", false
-		}
-		return sk.kind, n, "", true
-	}
-	return 0, 0, "", false
 }
 
 // apply applies one change.
 func (s *state) apply(ev *evolvers, c *change) {
 	switch c.kind {
-	case kindAccount:
+	case domain.StreamAccount:
 		s.applyAccount(ev.account, c)
-	case kindProvider:
+	case domain.StreamProvider:
 		applyVersioned(s.providers, c.id, c, ev.provider)
-	case kindTariff:
+	case domain.StreamTariff:
 		applyVersioned(s.tariffs, c.id, c, ev.tariff)
-	case kindChannel:
+	case domain.StreamChannel:
 		applyVersioned(s.channels, c.id, c, ev.channel)
-	case kindCategory:
+	case domain.StreamCategory:
 		applyVersioned(s.categories, c.id, c, ev.category)
-	case kindAdmin:
+	case domain.StreamAdmin:
 		applyVersioned(s.admins, c.login, c, ev.admin)
-	case kindCommand:
+	case domain.StreamCommand:
 		s.applyCommand(c)
-	case kindDevice:
+	case domain.StreamDevice:
 		s.applyDevice(c)
 	}
 }

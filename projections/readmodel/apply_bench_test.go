@@ -23,7 +23,7 @@ func BenchmarkApply(b *testing.B) {
 	for b.Loop() {
 		m := New(nil)
 		for i := 0; i < len(events); i += 4096 {
-			if err := m.Apply(b.Context(), events[i:min(i+4096, len(events))], projections.Replay); err != nil {
+			if err := m.Apply(b.Context(), decoded(m, events[i:min(i+4096, len(events))]), projections.Replay); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -140,7 +140,7 @@ func TestDeviceConnectionsAndFilter(t *testing.T) {
 	}
 	// Apply passes over the ignored types even without the filter.
 	viewing := newFeed().record(domain.DeviceStream(ae.d1), domain.ViewingReported{DeviceID: ae.d1}, base)
-	if err := ae.m.Apply(t.Context(), []eventstore.RecordedEvent{viewing}, projections.Live); err != nil {
+	if err := ae.m.Apply(t.Context(), decoded(ae.m, []eventstore.RecordedEvent{viewing}), projections.Live); err != nil {
 		t.Fatal(err)
 	}
 	if st := ae.m.Stats(); st.Skipped != 0 {

@@ -80,7 +80,7 @@ func TestAccountMatchesDomain(t *testing.T) {
 			for _, e := range events {
 				state = d.Evolve(state, e)
 				rec := f.record(domain.AccountStream(acc), e, now)
-				if err := m.Apply(t.Context(), []eventstore.RecordedEvent{rec}, projections.Live); err != nil {
+				if err := m.Apply(t.Context(), decoded(m, []eventstore.RecordedEvent{rec}), projections.Live); err != nil {
 					t.Fatal(err)
 				}
 				got, ok := m.AccountState(acc)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"reflect"
 	"sync/atomic"
@@ -17,6 +18,11 @@ import (
 	"tvsm/internal/app"
 	"tvsm/projections"
 )
+
+// decoded returns recs as a runner hands them to m.
+func decoded(m *Model, recs []eventstore.RecordedEvent) iter.Seq[*projections.Event] {
+	return projections.DecoderFor(m.reg, m).Decode(recs)
+}
 
 // testTimeout bounds every wait of these tests.
 const testTimeout = 20 * time.Second
@@ -192,7 +198,7 @@ type runner struct {
 // run starts a runner feeding m after position from.
 func (e *env) run(m *Model, from eventstore.Position) *runner {
 	e.t.Helper()
-	r := projections.NewRunner(e.store, m, projections.SnapshotCheckpoints{Position: from},
+	r := projections.NewRunner(e.store, m.reg, m, projections.SnapshotCheckpoints{Position: from},
 		projections.RunnerOptions{Logger: quietLog, BackoffBase: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -319,7 +325,7 @@ func applyTypical(t testing.TB, m *Model, f *feed, n, providers int) {
 			batch = append(batch, f.record(domain.DeviceStream(c.DeviceID), c, base))
 		}
 		if len(batch) >= 4000 || id == int64(n) {
-			if err := m.Apply(context.Background(), batch, projections.Replay); err != nil {
+			if err := m.Apply(context.Background(), decoded(m, batch), projections.Replay); err != nil {
 				t.Fatal(err)
 			}
 			batch = batch[:0]
@@ -334,14 +340,14 @@ func buildTypical(m *Model, n, providers int) {
 	for id := int64(1); id <= int64(n); id++ {
 		p := id%int64(providers) + 1
 		for rev, e := range typicalAccount(id, p) {
-			c := change{kind: kindAccount, id: id, rev: uint64(rev), event: e, at: base.Unix()}
+			c := change{kind: domain.StreamAccount, id: id, rev: uint64(rev), event: e, at: base.Unix()}
 			m.mu.Lock()
 			m.st.apply(&m.ev, &c)
 			m.st.pos = eventstore.Position{Commit: uint64(id), Prepare: uint64(id)}
 			m.mu.Unlock()
 		}
 		for _, e := range typicalConnections(id, p) {
-			c := change{kind: kindDevice, id: e.DeviceID, event: e, at: base.Unix()}
+			c := change{kind: domain.StreamDevice, id: e.DeviceID, event: e, at: base.Unix()}
 			m.mu.Lock()
 			m.st.apply(&m.ev, &c)
 			m.mu.Unlock()

@@ -54,13 +54,13 @@ func (m *Model) Name() string { return Name }
 // except those of ignoredTypes, so delivery claims, receipts and viewing
 // reports never reach the model.
 func (m *Model) Filter() eventstore.Filter {
-	prefixes := make([]string, len(streamKinds))
-	for i, k := range streamKinds {
-		prefixes[i] = k.prefix
+	prefixes := make([]string, len(shownKinds))
+	for i, k := range shownKinds {
+		prefixes[i] = k.Prefix()
 	}
 	var types []string
 	for _, name := range m.reg.Types() {
-		if f := typeFamily(name); !ignored(name) && !slices.Contains(types, f) {
+		if f := projections.TypeFamily(name); !ignored(name) && !slices.Contains(types, f) {
 			types = append(types, f)
 		}
 	}

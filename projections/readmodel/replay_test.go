@@ -52,7 +52,7 @@ func TestApplyIdempotent(t *testing.T) {
 	events := le.readAll(le.m)
 
 	once := New(le.reg)
-	if err := once.Apply(t.Context(), events, projections.Replay); err != nil {
+	if err := once.Apply(t.Context(), decoded(once, events), projections.Replay); err != nil {
 		t.Fatal(err)
 	}
 	want := dump(t, once)
@@ -61,7 +61,7 @@ func TestApplyIdempotent(t *testing.T) {
 	twice := New(le.reg)
 	half := len(events) / 2
 	for _, batch := range [][]eventstore.RecordedEvent{events[:half+7], events[half-20:], events, events[3:9]} {
-		if err := twice.Apply(t.Context(), batch, projections.Replay); err != nil {
+		if err := twice.Apply(t.Context(), decoded(twice, batch), projections.Replay); err != nil {
 			t.Fatal(err)
 		}
 		if batch[len(batch)-1].Position == events[len(events)-1].Position {
@@ -122,7 +122,7 @@ func TestSnapshotRoundTrip10k(t *testing.T) {
 	// set to "", an unknown device class.
 	apply := func(stream string, e domain.Event) {
 		t.Helper()
-		if err := m.Apply(t.Context(), []eventstore.RecordedEvent{f.record(stream, e, base)}, projections.Live); err != nil {
+		if err := m.Apply(t.Context(), decoded(m, []eventstore.RecordedEvent{f.record(stream, e, base)}), projections.Live); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,7 +161,7 @@ func TestSnapshotRoundTrip10k(t *testing.T) {
 	// nothing.
 	old := f.record("x", domain.AccountCreated{AccountID: 10, Provider: 1, Login: "zombie", PinMD5: "0123456789abcdef0123456789abcdef", Fullname: "Z"}, base)
 	old.Stream, old.Revision = domain.AccountStream(10), 0
-	if err := loaded.Apply(t.Context(), []eventstore.RecordedEvent{old}, projections.Replay); err != nil {
+	if err := loaded.Apply(t.Context(), decoded(loaded, []eventstore.RecordedEvent{old}), projections.Replay); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := loaded.Account(10); ok {
@@ -212,7 +212,7 @@ func TestUnknownAndBadEvents(t *testing.T) {
 	bad.Data = []byte(`{"provider_id":"one"}`)
 	other := f.record("ids-account", domain.ProviderCreated{ProviderID: 9, Name: "X"}, base)
 
-	err := m.Apply(t.Context(), []eventstore.RecordedEvent{good, unknown, other, bad}, projections.Live)
+	err := m.Apply(t.Context(), decoded(m, []eventstore.RecordedEvent{good, unknown, other, bad}), projections.Live)
 	if err == nil || !errors.Is(err, domain.ErrInvalidEventData) {
 		t.Fatalf("Apply of bad data: %v", err)
 	}

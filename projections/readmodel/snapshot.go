@@ -42,7 +42,7 @@ func (m *Model) WriteSnapshot(path string) (eventstore.Position, error) {
 //	if err != nil { // log unless errors.Is(err, fs.ErrNotExist)
 //		pos = eventstore.Beginning
 //	}
-//	r := projections.NewRunner(store, m, projections.SnapshotCheckpoints{Position: pos}, opts)
+//	r := projections.NewRunner(store, reg, m, projections.SnapshotCheckpoints{Position: pos}, opts)
 func (m *Model) LoadSnapshot(path string) (eventstore.Position, error) {
 	var st *state
 	pos, err := projections.ReadSnapshot(path, func(r io.Reader) error {

@@ -60,7 +60,6 @@ func newEnv(t testing.TB, opts stats.ProjectorOptions) *env {
 	e := &env{t: t, reg: registry()}
 	e.rec = statstest.NewRecorder(e.reg)
 	e.opts = opts
-	e.opts.Registry = e.reg
 	if e.opts.Logger == nil {
 		e.opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -103,7 +102,7 @@ func (e *env) at(when string, events ...domain.Event) {
 	for _, ev := range events {
 		batch = append(batch, e.record(ts(when), ev))
 	}
-	if err := e.p.Apply(context.Background(), batch, projections.Live); err != nil {
+	if err := projections.ApplyRecorded(context.Background(), e.reg, e.p, batch, projections.Live); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -65,7 +65,7 @@ func apply(t testing.TB, p *stats.Projector, events []eventstore.RecordedEvent, 
 	t.Helper()
 	for len(events) > 0 {
 		k := min(n, len(events))
-		if err := p.Apply(context.Background(), events[:k], mode); err != nil {
+		if err := projections.ApplyRecorded(context.Background(), registry(), p, events[:k], mode); err != nil {
 			t.Fatal(err)
 		}
 		events = events[k:]

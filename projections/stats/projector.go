@@ -1,10 +1,10 @@
 package stats
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"sync"
 	"time"
@@ -26,10 +26,8 @@ const (
 	maxWindow        = 62 // days of viewing bits in a uint64, with the open day
 )
 
-// ProjectorOptions configure a Projector. Registry is required.
+// ProjectorOptions configure a Projector.
 type ProjectorOptions struct {
-	// Registry decodes the events.
-	Registry *domain.Registry
 	// Location is where days are cut at midnight (default UTC).
 	Location *time.Location
 	// Window is how many closed days keep their end state, so that late
@@ -119,8 +117,8 @@ type lastWrite struct {
 
 // NewProjector returns a projector writing to facts.
 func NewProjector(facts FactStore, opts ProjectorOptions) (*Projector, error) {
-	if facts == nil || opts.Registry == nil {
-		return nil, errors.New("stats: NewProjector needs a FactStore and a Registry")
+	if facts == nil {
+		return nil, errors.New("stats: NewProjector needs a FactStore")
 	}
 	if opts.Location == nil {
 		opts.Location = time.UTC
@@ -163,40 +161,31 @@ func (p *Projector) Name() string { return Name }
 // viewing).
 func (p *Projector) Filter() eventstore.Filter {
 	return eventstore.Filter{
-		StreamPrefixes: []string{idPrefix(domain.AccountStream), idPrefix(domain.TariffStream), idPrefix(domain.DeviceStream)},
+		StreamPrefixes: []string{domain.StreamAccount.Prefix(), domain.StreamTariff.Prefix(), domain.StreamDevice.Prefix()},
 		EventTypePrefixes: []string{"Account", "Subscription", domain.DeviceBoundType, domain.DeviceUnboundType,
 			domain.TariffCreatedType, domain.TariffDeletedType, domain.DeviceConnectedType, domain.ViewingReportedType},
 	}
 }
 
-func idPrefix(stream func(int64) string) string {
-	s := stream(0)
-	return s[:len(s)-1]
-}
-
 // Apply implements projections.Handler. Events at or before the last
 // applied position are skipped, so a batch delivered again changes
-// nothing. In Live mode the facts are written before Apply returns; in
+// nothing; so are events of a type this node does not know (written by a
+// newer node). In Live mode the facts are written before Apply returns; in
 // Replay mode once FlushRows have gathered (or on Flush).
-func (p *Projector) Apply(ctx context.Context, events []eventstore.RecordedEvent, mode projections.Mode) error {
+func (p *Projector) Apply(ctx context.Context, events iter.Seq[*projections.Event], mode projections.Mode) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	first := 0
-	for first < len(events) && !events[first].Position.After(p.applied) {
-		first++ // a batch begins where the last one (or a snapshot) left off
-	}
-	err := projections.DecodeAhead(events[first:], p.decodeEvent, func(ev *eventstore.RecordedEvent, e decodedEvent) error {
+	for ev := range events {
 		if !ev.Position.After(p.applied) {
-			return nil
+			continue // a batch begins where the last one (or a snapshot) left off
 		}
-		if e.event != nil {
-			p.apply(ev, e)
+		if ev.Err != nil {
+			return fmt.Errorf("stats: apply %s of %s at %v: %w", ev.Type, ev.Stream, ev.Position, ev.Err)
+		}
+		if ev.Payload != nil {
+			p.apply(ev)
 		}
 		p.applied = ev.Position
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	if mode == projections.Live || p.pending.rows() >= p.opts.FlushRows {
 		return p.flush(ctx)
@@ -204,32 +193,13 @@ func (p *Projector) Apply(ctx context.Context, events []eventstore.RecordedEvent
 	return nil
 }
 
-// decodedEvent is an event's payload and when it happened; event is nil
-// for a type this node does not know (written by a newer node).
-type decodedEvent struct {
-	event domain.Event
-	at    time.Time
-}
-
-// decodeEvent decodes an event; it runs ahead of apply on other goroutines.
-func (p *Projector) decodeEvent(ev *eventstore.RecordedEvent) (decodedEvent, error) {
-	e, err := p.opts.Registry.Decode(ev.Type, ev.Data)
-	if errors.Is(err, domain.ErrUnknownEventType) {
-		return decodedEvent{}, nil
-	}
-	if err != nil {
-		return decodedEvent{}, fmt.Errorf("stats: apply %s of %s at %v: %w", ev.Type, ev.Stream, ev.Position, err)
-	}
-	return decodedEvent{event: e, at: occurredAt(ev)}, nil
-}
-
 // apply applies one event: first it closes the days that ended before the
 // event happened, then it changes the state.
-func (p *Projector) apply(ev *eventstore.RecordedEvent, d decodedEvent) {
-	day := DayOf(d.at, p.loc)
+func (p *Projector) apply(ev *projections.Event) {
+	day := DayOf(ev.OccurredAt, p.loc)
 	version := ev.Position.Commit
 	p.advance(day, version)
-	switch e := d.event.(type) {
+	switch e := ev.Payload.(type) {
 	case domain.TariffCreated, domain.TariffDeleted:
 		p.st.applyTariff(e)
 	case domain.DeviceConnected:
@@ -250,26 +220,6 @@ func (p *Projector) apply(ev *eventstore.RecordedEvent, d decodedEvent) {
 	default:
 		p.st.applyAccount(e)
 	}
-}
-
-// occurredAt returns when the event happened, from its metadata; when the
-// store recorded it if the metadata does not say. The common case (the
-// compact form domain.EncodeMetadata writes) is read without decoding the
-// whole JSON object: replay spends most of its time decoding.
-func occurredAt(ev *eventstore.RecordedEvent) time.Time {
-	const key = `"occurred_at":"`
-	if i := bytes.Index(ev.Metadata, []byte(key)); i >= 0 {
-		rest := ev.Metadata[i+len(key):]
-		if j := bytes.IndexByte(rest, '"'); j > 0 {
-			if t, err := time.Parse(time.RFC3339Nano, string(rest[:j])); err == nil {
-				return t.UTC()
-			}
-		}
-	}
-	if md, err := domain.DecodeMetadata(ev.Metadata); err == nil {
-		return md.OccurredAt
-	}
-	return ev.Created
 }
 
 // viewing records the sessions of a report as facts, each on the day it

@@ -64,7 +64,7 @@ func TestRunnerOverTheEventStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := projections.NewRunner(store, p, projections.SnapshotCheckpoints{Position: from}, projections.RunnerOptions{})
+		r := projections.NewRunner(store, e.reg, p, projections.SnapshotCheckpoints{Position: from}, projections.RunnerOptions{})
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
@@ -111,7 +111,7 @@ func TestSchedulerClosesDaysAndSnapshots(t *testing.T) {
 	// Replayed viewing waits for FlushRows; the job writes it even before
 	// the projector has caught up, but closes no day.
 	rec := e.record(ts("2026-03-01 11:00:00"), watched(100, 500, 60, "2026-03-01 10:30:00"))
-	if err := e.p.Apply(context.Background(), []eventstore.RecordedEvent{rec}, projections.Replay); err != nil {
+	if err := projections.ApplyRecorded(context.Background(), e.reg, e.p, []eventstore.RecordedEvent{rec}, projections.Replay); err != nil {
 		t.Fatal(err)
 	}
 	s.CloseDue()

@@ -60,7 +60,7 @@ func subscriptionService(t *testing.T) *stats.Service {
 	} {
 		batch = append(batch, rec.Record(at, ev))
 	}
-	if err := model.Apply(context.Background(), batch, projections.Live); err != nil {
+	if err := projections.ApplyRecorded(context.Background(), reg, model, batch, projections.Live); err != nil {
 		t.Fatal(err)
 	}
 	facts, err := embedded.Open(t.TempDir(), embedded.Options{})

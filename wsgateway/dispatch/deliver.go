@@ -13,6 +13,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/eventstore/record"
+	"tvsm/projections"
 	"tvsm/wsgateway"
 )
 
@@ -217,7 +218,7 @@ func (d *Dispatcher) readForward(ctx context.Context, s *sendState, mine []event
 	if err != nil {
 		return false, fmt.Errorf("dispatch: read %s after %d: %w", s.stream, s.rev, err)
 	}
-	d.applyBatch(ctx, events)
+	d.applyBatch(ctx, projections.Decode(d.reg, events))
 	return landed, nil
 }
 

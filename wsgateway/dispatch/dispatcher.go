@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -86,7 +87,7 @@ func New(opts Options) (*Dispatcher, error) {
 	d.receipts = newReceipts(d)
 	d.conns = newConnEvents(d)
 	d.loadSnapshot()
-	d.runner = projections.NewRunner(o.Store, handler{d}, projections.SnapshotCheckpoints{Position: d.snapPos},
+	d.runner = projections.NewRunner(o.Store, o.Registry, handler{d}, projections.SnapshotCheckpoints{Position: d.snapPos},
 		projections.RunnerOptions{Logger: d.log, OnCaughtUp: d.onCaughtUp})
 	return d, nil
 }
@@ -306,13 +307,13 @@ func (handler) Name() string { return "dispatch.v1" }
 // Filter selects the command streams. receipt-{id} is not followed:
 // nothing the dispatcher decides depends on receipts.
 func (handler) Filter() eventstore.Filter {
-	return eventstore.Filter{StreamPrefixes: []string{"command-"}}
+	return eventstore.Filter{StreamPrefixes: []string{domain.StreamCommand.Prefix()}}
 }
 
 // Apply hands the batch to the loop and returns once it has been applied
 // (and its new sends' delivery rounds have run), so the runner's progress
 // never passes what the state holds.
-func (h handler) Apply(ctx context.Context, events []eventstore.RecordedEvent, _ projections.Mode) error {
+func (h handler) Apply(ctx context.Context, events iter.Seq[*projections.Event], _ projections.Mode) error {
 	done := make(chan struct{})
 	return h.d.sendAndWait(ctx, loopMsg{events: events, applied: done}, done)
 }

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"iter"
 	"maps"
 	"slices"
 	"sync"
@@ -9,13 +10,13 @@ import (
 	"time"
 
 	"tvsm/domain"
-	"tvsm/eventstore"
+	"tvsm/projections"
 	"tvsm/wsgateway"
 )
 
 // loopMsg is one request to the loop; exactly one field is set.
 type loopMsg struct {
-	events   []eventstore.RecordedEvent
+	events   iter.Seq[*projections.Event]
 	applied  chan struct{} // closed once events are applied
 	caughtUp bool
 	settled  chan struct{}     // closed once pending work is done
@@ -109,23 +110,23 @@ func (d *Dispatcher) handle(ctx context.Context, m loopMsg) {
 	}
 }
 
-// applyBatch applies log events to the state and, once caught up, starts
-// the sends that became live.
-func (d *Dispatcher) applyBatch(ctx context.Context, events []eventstore.RecordedEvent) {
+// applyBatch applies decoded log events to the state and, once caught up,
+// starts the sends that became live.
+func (d *Dispatcher) applyBatch(ctx context.Context, events iter.Seq[*projections.Event]) {
 	now := d.clock.Now()
 	var created []int64
-	for i := range events {
-		a := d.state.apply(d.reg, &events[i], now, d.opts.Grace)
+	for ev := range events {
+		a := d.state.apply(ev, now, d.opts.Grace)
 		if a.err != nil {
 			d.stats.decodeErrors.Add(1)
-			d.log.Warn("skipping undecodable command event", "stream", events[i].Stream,
-				"revision", events[i].Revision, "type", events[i].Type, "error", a.err)
+			d.log.Warn("skipping undecodable command event", "stream", ev.Stream,
+				"revision", ev.Revision, "type", ev.Type, "error", a.err)
 		}
 		if a.created != nil {
 			created = append(created, a.created.id)
 		}
 		if a.claim != nil && a.claim.node != d.opts.Node {
-			d.receipts.acceptFrom(a.claim, events[i].Created)
+			d.receipts.acceptFrom(a.claim, ev.Created)
 		}
 	}
 	if d.caughtUp.Load() {

@@ -2,13 +2,12 @@ package dispatch
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"tvsm/domain"
-	"tvsm/eventstore"
+	"tvsm/projections"
 	"tvsm/wsgateway"
 )
 
@@ -176,17 +175,22 @@ type claimed struct {
 
 // apply applies one event of a command-{id} stream. Events at or below the
 // send's known revision were applied already (the dispatcher's own appends,
-// a replayed tail) and are skipped, so applying is idempotent.
-func (st *state) apply(reg *domain.Registry, ev *eventstore.RecordedEvent, now time.Time, grace time.Duration) applied {
-	id, ok := parseCommandStream(ev.Stream)
-	if !ok {
+// a replayed tail) and are skipped, so applying is idempotent. An event of
+// a type this node does not know counts as undecodable, as one whose data
+// does not decode.
+func (st *state) apply(ev *projections.Event, now time.Time, grace time.Duration) applied {
+	if ev.StreamRef.Kind != domain.StreamCommand {
 		return applied{}
 	}
+	id := ev.StreamRef.ID
 	s := st.sends[id]
 	if s != nil && ev.Revision <= s.rev {
 		return applied{}
 	}
-	e, err := reg.Decode(ev.Type, ev.Data)
+	e, err := ev.Payload, ev.Err
+	if ev.Unknown {
+		err = fmt.Errorf("%w %q", domain.ErrUnknownEventType, ev.Type)
+	}
 	if err != nil {
 		if s != nil {
 			st.setRev(s, ev.Revision)
@@ -217,14 +221,4 @@ func (st *state) apply(reg *domain.Registry, ev *eventstore.RecordedEvent, now t
 		st.forget(s, e.Index)
 	}
 	return applied{}
-}
-
-// parseCommandStream returns the send id of a "command-{id}" stream.
-func parseCommandStream(stream string) (int64, bool) {
-	rest, ok := strings.CutPrefix(stream, "command-")
-	if !ok {
-		return 0, false
-	}
-	id, err := strconv.ParseInt(rest, 10, 64)
-	return id, err == nil && id > 0
 }

@@ -3,11 +3,13 @@ package dispatch
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/projections"
 	"tvsm/wsgateway"
 )
 
@@ -61,13 +63,13 @@ func TestApplyIsIdempotentAndKeepsOnlyLiveCommands(t *testing.T) {
 	)
 	later := now0.Add(2 * time.Minute) // command 0 (no ttl, sent at issue) is past the grace
 	once := newState()
-	for i := range evs {
-		once.apply(reg, &evs[i], later, time.Minute)
+	for ev := range projections.Decode(reg, evs) {
+		once.apply(ev, later, time.Minute)
 	}
 	twice := newState()
 	for _, batch := range [][]eventstore.RecordedEvent{evs, evs, evs[2:]} {
-		for i := range batch {
-			twice.apply(reg, &batch[i], later, time.Minute)
+		for ev := range projections.Decode(reg, batch) {
+			twice.apply(ev, later, time.Minute)
 		}
 	}
 	a, b := snapshotOf(t, once), snapshotOf(t, twice)
@@ -93,8 +95,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		issued(9, cmd(now0.Add(time.Hour), now0.Add(2*time.Hour)), cmd(time.Time{}, now0.Add(time.Hour))),
 		domain.CommandsSent{SendID: 9, Index: 1, Devices: []int64{4, 2}},
 	)
-	for i := range evs {
-		st.apply(reg, &evs[i], now0, time.Minute)
+	for ev := range projections.Decode(reg, evs) {
+		st.apply(ev, now0, time.Minute)
 	}
 	data := snapshotOf(t, st)
 	back := newState()
@@ -171,4 +173,32 @@ func TestSentBookAcceptsEachReceiptOnce(t *testing.T) {
 
 func identity(device, account int64) wsgateway.Identity {
 	return wsgateway.Identity{Device: device, Account: account, Provider: 1}
+}
+
+func TestApplySkipsOtherStreamsAndCountsUnknownTypesAsUndecodable(t *testing.T) {
+	reg := testRegistry()
+	// Given a live send and, after it, an event of a type this node does
+	// not know, one of a receipt stream and one of a command stream whose
+	// name no helper writes,
+	evs := recorded(t, reg, 7, issued(7, cmd(time.Time{}, now0.Add(time.Hour))), domain.CommandExpired{SendID: 7, Index: 0})
+	evs[1].Type = "CommandsRecalled.v1"
+	receipt := recorded(t, reg, 7, domain.CommandExpired{SendID: 7, Index: 0})[0]
+	receipt.Stream, receipt.Revision = domain.ReceiptStream(7), 5
+	odd := recorded(t, reg, 7, domain.CommandExpired{SendID: 7, Index: 0})[0]
+	odd.Stream, odd.Revision = "command-007", 6
+	st := newState()
+	var results []applied
+	// when applied,
+	for ev := range projections.Decode(reg, append(evs, receipt, odd)) {
+		results = append(results, st.apply(ev, now0, time.Minute))
+	}
+	// then the unknown type is reported undecodable and its revision is
+	// known, while the other streams change nothing.
+	if results[0].created == nil || !errors.Is(results[1].err, domain.ErrUnknownEventType) ||
+		results[2] != (applied{}) || results[3] != (applied{}) {
+		t.Fatalf("results %+v", results)
+	}
+	if s := st.sends[7]; s == nil || s.rev != 1 || s.live != 1 || len(st.sends) != 1 {
+		t.Fatalf("state %+v", st.sends)
+	}
 }

@@ -191,7 +191,7 @@ func Start(ctx context.Context, store eventstore.Store, opts Options) (*Node, er
 
 	caughtUp := make(chan struct{})
 	var once sync.Once
-	n.Runner = projections.NewRunner(store, n.Model, projections.SnapshotCheckpoints{Position: from}, projections.RunnerOptions{
+	n.Runner = projections.NewRunner(store, n.Registry, n.Model, projections.SnapshotCheckpoints{Position: from}, projections.RunnerOptions{
 		Logger:     n.log,
 		OnCaughtUp: func() { once.Do(func() { close(caughtUp) }) },
 	})

@@ -39,7 +39,7 @@ func (n *Node) startStats(ctx context.Context, opts Options) error {
 		name = "custom"
 	}
 	proj, err := stats.NewProjector(facts, stats.ProjectorOptions{
-		Registry: n.Registry, Location: opts.EndOfDay, Logger: n.log.With("component", "stats"),
+		Location: opts.EndOfDay, Logger: n.log.With("component", "stats"),
 		// One snapshot per backend: it describes what that fact store holds.
 		SnapshotPath: filepath.Join(opts.DataDir, "stats-"+name+".snapshot"),
 	})
@@ -50,7 +50,7 @@ func (n *Node) startStats(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("restore statistics: %w", err)
 	}
-	runner := projections.NewRunner(n.Store, proj, projections.SnapshotCheckpoints{Position: from},
+	runner := projections.NewRunner(n.Store, n.Registry, proj, projections.SnapshotCheckpoints{Position: from},
 		projections.RunnerOptions{Logger: n.log.With("component", "stats"), MinBatchInterval: StatsBatchInterval})
 	n.statsDone = make(chan struct{})
 	go func() {

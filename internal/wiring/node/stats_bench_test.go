@@ -358,12 +358,12 @@ func BenchmarkStatsProjectorClickHouse(b *testing.B) {
 		b.StopTimer()
 		db := fmt.Sprintf("e2e_projector_%d", i)
 		facts, conn := e2eFacts(b, db)
-		proj, err := stats.NewProjector(facts, stats.ProjectorOptions{Registry: reg, Logger: slog.New(slog.DiscardHandler)})
+		proj, err := stats.NewProjector(facts, stats.ProjectorOptions{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		all, view := projectAll(b, store, proj, info.FirstViewing)
+		all, view := projectAll(b, store, reg, proj, info.FirstViewing)
 		b.StopTimer()
 		total += all
 		viewing += view
@@ -382,11 +382,11 @@ func BenchmarkStatsProjectorClickHouse(b *testing.B) {
 // projectAll runs proj over the whole log until it has caught up and
 // flushed, and returns the time it took in all and from the first viewing
 // report on.
-func projectAll(b *testing.B, store eventstore.Store, proj *stats.Projector, firstViewing uint64) (all, viewing time.Duration) {
+func projectAll(b *testing.B, store eventstore.Store, reg *domain.Registry, proj *stats.Projector, firstViewing uint64) (all, viewing time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	caughtUp := make(chan struct{})
-	runner := projections.NewRunner(store, proj, projections.SnapshotCheckpoints{Position: eventstore.Beginning},
+	runner := projections.NewRunner(store, reg, proj, projections.SnapshotCheckpoints{Position: eventstore.Beginning},
 		projections.RunnerOptions{OnCaughtUp: func() { close(caughtUp) }, Logger: slog.New(slog.DiscardHandler)})
 	done := make(chan error, 1)
 	start := time.Now()
