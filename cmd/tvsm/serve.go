@@ -44,6 +44,8 @@ func serve(ctx context.Context, args []string, lookupEnv func(string) (string, b
 // in-flight requests (bounded by cfg.ShutdownTimeout) and closes the backends.
 func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err error) {
 	logger.Info("starting tvsm", "version", versionString(), "config", cfg)
+	var opened closeStack
+	defer func() { err = errors.Join(err, opened.closeAll()) }()
 
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
@@ -53,22 +55,51 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 		return err
 	}
 	if facts != nil {
-		defer func() {
-			if cerr := facts.Close(); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("close statistics: %w", cerr))
-			}
-		}()
+		opened.push("statistics", facts.Close)
 	}
 	store, err := openEventStore(cfg, logger)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := store.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("close event store: %w", cerr))
-		}
-	}()
+	opened.push("event store", store.Close)
+	n, err := startNode(ctx, cfg, logger, store, facts)
+	if err != nil {
+		return err
+	}
+	opened.push("node", n.Close)
+	return serveHTTP(ctx, cfg, n.Engine, logger)
+}
 
+// closeStack closes what runNode opened, newest first, so that the node
+// closes before the stores it runs on.
+type closeStack []func() error
+
+// push registers how to close what, named in the error.
+func (s *closeStack) push(what string, closer func() error) {
+	*s = append(*s, func() error {
+		if err := closer(); err != nil {
+			return fmt.Errorf("close %s: %w", what, err)
+		}
+		return nil
+	})
+}
+
+// closeAll closes everything pushed, newest first, once, and joins the
+// errors.
+func (s *closeStack) closeAll() error {
+	var errs []error
+	for len(*s) > 0 {
+		last := len(*s) - 1
+		closeLast := (*s)[last]
+		*s = (*s)[:last]
+		errs = append(errs, closeLast())
+	}
+	return errors.Join(errs...)
+}
+
+// startNode starts the node on store and facts (nil: the node's embedded
+// statistics) as cfg says.
+func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, store eventstore.Store, facts *clickhouse.Store) (*node.Node, error) {
 	n, err := node.Start(ctx, store, node.Options{
 		DataDir:               cfg.DataDir,
 		Logger:                logger,
@@ -88,39 +119,52 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 		DeviceLogins: throttle.GuardOptions{LoginLimit: cfg.DeviceLoginFailures, AddressLimit: cfg.DeviceAddressFailures},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() {
-		if cerr := n.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("close node: %w", cerr))
-		}
-	}()
 	if n.GeneratedPassword != "" {
 		// Printed once, on the first start of an empty store: it is not
 		// stored anywhere in clear text.
 		logger.Warn("created the first superadmin; note its password, it is not shown again",
 			"login", cmp.Or(cfg.AdminLogin, node.DefaultAdminLogin), "password", n.GeneratedPassword)
 	}
+	return n, nil
+}
 
+// serveHTTP serves handler on cfg.HTTPAddr until ctx ends, then shuts the
+// server down. It returns early if the server fails.
+func serveHTTP(ctx context.Context, cfg config.Config, handler http.Handler, logger *slog.Logger) error {
 	listener, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
-	server := newHTTPServer(n.Engine, logger)
+	server := newHTTPServer(handler, logger)
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(listener) }()
 	logger.Info("listening", "addr", listener.Addr().String())
 
+	if err := waitForStop(ctx, served); err != nil {
+		return err
+	}
+	return shutDown(server, served, cfg.ShutdownTimeout, logger)
+}
+
+// waitForStop waits until ctx ends (SIGINT/SIGTERM) or the server fails.
+func waitForStop(ctx context.Context, served <-chan error) error {
 	select {
 	case err := <-served:
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
+		return nil
 	}
+}
 
-	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+// shutDown drains the server's in-flight requests within timeout, then
+// cuts off what is left.
+func shutDown(server *http.Server, served <-chan error, timeout time.Duration, logger *slog.Logger) error {
+	logger.Info("shutting down", "timeout", timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := server.Shutdown(shutdownCtx); err != nil {
+	if err := server.Shutdown(ctx); err != nil {
 		// Requests still running at the deadline are cut off; that is what
 		// the timeout is for, not a failure of the node.
 		logger.Warn("graceful shutdown timed out; closing remaining connections", "error", err)

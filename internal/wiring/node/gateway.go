@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,8 +25,32 @@ type BillingOptions struct {
 	Timeout time.Duration
 }
 
+// startBilling builds the billing proxy of the Device API: the client and
+// the journal of calls, which the cleanup closes (storing what it still
+// holds). It starts before the gateway so that the cleanup closes the
+// gateway first.
+func (n *Node) startBilling(_ context.Context, opts Options) error {
+	client, err := billing.NewClient(billing.Options{HeaderPrefix: opts.Billing.HeaderPrefix, Timeout: opts.Billing.Timeout})
+	if err != nil {
+		return fmt.Errorf("billing: %w", err)
+	}
+	journal := billing.NewJournal(billing.StoreSink{Store: n.Store, Registry: n.Registry}, billing.JournalOptions{Logger: n.log})
+	n.cleanup.push(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = journal.Close(ctx)
+		client.Close()
+	})
+	n.journal = journal
+	n.billing = &httpapi.BillingOptions{
+		Enabled: opts.Billing.Enabled, Provider: n.Model.Provider, Client: client, Journal: journal, Clock: opts.Clock,
+	}
+	return nil
+}
+
 // startGateway builds the command dispatcher with its websocket hub and
-// starts it following the log.
+// starts it following the log. The cleanup says goodbye to the devices and
+// stops the dispatcher, which saves its pending commands.
 func (n *Node) startGateway(ctx context.Context, opts Options) error {
 	d, err := dispatch.New(dispatch.Options{
 		Store: n.Store, Registry: n.Registry, Hub: opts.Sockets, Clock: opts.Timers,
@@ -35,42 +60,15 @@ func (n *Node) startGateway(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.Dispatcher, n.Hub = d, d.Hub()
-	n.gatewayDone = make(chan struct{})
-	go func() {
-		defer close(n.gatewayDone)
-		_ = d.Run(ctx)
-	}()
-	return nil
-}
-
-// billingProxy builds the billing client and the journal of calls.
-func (n *Node) billingProxy(opts Options) (*httpapi.BillingOptions, error) {
-	client, err := billing.NewClient(billing.Options{HeaderPrefix: opts.Billing.HeaderPrefix, Timeout: opts.Billing.Timeout})
-	if err != nil {
-		return nil, err
-	}
-	n.billingClient = client
-	n.journal = billing.NewJournal(billing.StoreSink{Store: n.Store, Registry: n.Registry}, billing.JournalOptions{Logger: n.log})
-	return &httpapi.BillingOptions{
-		Enabled: opts.Billing.Enabled, Provider: n.Model.Provider, Client: client, Journal: n.journal, Clock: opts.Clock,
-	}, nil
-}
-
-// closeGateway says goodbye to the devices and stops the dispatcher and the
-// billing journal (storing what it still holds).
-func (n *Node) closeGateway() {
-	if n.Dispatcher != nil {
-		if err := n.Dispatcher.Close(); err != nil {
+	stop := goUntilStopped(ctx, func(ctx context.Context) { _ = d.Run(ctx) })
+	n.cleanup.push(func() {
+		// Close ends Run; stop then waits for the goroutine.
+		if err := d.Close(); err != nil {
 			n.log.Warn("dispatcher snapshot on close failed", "error", err)
 		}
-		<-n.gatewayDone
-	}
-	if n.journal != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = n.journal.Close(ctx)
-		n.billingClient.Close()
-	}
+		stop()
+	})
+	return nil
 }
 
 // registerGatewayMetrics exports the gateway's figures, read when scraped.

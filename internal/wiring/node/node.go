@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/robfig/cron/v3"
 	"golang.org/x/crypto/bcrypt"
 
 	"tvsm/domain"
@@ -33,7 +32,6 @@ import (
 	"tvsm/projections"
 	"tvsm/projections/readmodel"
 	"tvsm/projections/stats"
-	"tvsm/projections/stats/embedded"
 	"tvsm/wsgateway"
 	"tvsm/wsgateway/dispatch"
 )
@@ -123,24 +121,30 @@ type Node struct {
 	snapPath string
 	snapMu   sync.Mutex
 	snapPos  eventstore.Position // position of the last snapshot written or loaded
-	cron     *cron.Cron
-	stop     context.CancelFunc
-	done     chan struct{}
+	cleanup  cleanup             // how to stop what Start started, newest last
 
-	gatewayDone   chan struct{} // closed when the dispatcher's Run returned
-	journal       *billing.Journal
-	billingClient *billing.Client
-	statsDone     chan struct{} // closed when the statistics runner returned
-	statsSched    *stats.Scheduler
-	ownFacts      *embedded.Store // the embedded fact store the node opened
+	journal *billing.Journal
+	billing *httpapi.BillingOptions
 }
 
 // Start builds a node on store and returns once its read model has caught
 // up with the log (so that admin bootstrap and the first reads see every
-// write made before).
+// write made before). If a step fails, Start undoes the steps before it.
 func Start(ctx context.Context, store eventstore.Store, opts Options) (*Node, error) {
+	n, opts, err := newNode(store, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.run(ctx, opts, n.steps()); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// newNode fills in the defaults of opts and creates the data directory.
+func newNode(store eventstore.Store, opts Options) (*Node, Options, error) {
 	if opts.DataDir == "" {
-		return nil, errors.New("node: DataDir is required")
+		return nil, opts, errors.New("node: DataDir is required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -164,85 +168,128 @@ func Start(ctx context.Context, store eventstore.Store, opts Options) (*Node, er
 		opts.Metrics = metrics.NewRegistry()
 	}
 	if err := os.MkdirAll(opts.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return nil, opts, fmt.Errorf("node: %w", err)
 	}
-	n := &Node{Store: store, log: opts.Logger, snapPath: filepath.Join(opts.DataDir, "readmodel.snapshot"), done: make(chan struct{})}
+	return &Node{Store: store, log: opts.Logger, snapPath: filepath.Join(opts.DataDir, "readmodel.snapshot")}, opts, nil
+}
 
+// step is one part of starting a node. It builds or starts one thing and
+// pushes how to undo it onto the node's cleanup.
+type step struct {
+	name string
+	run  func(ctx context.Context, opts Options) error
+}
+
+// steps are the parts of a node in the order Start builds them: each uses
+// only what the steps before it built.
+func (n *Node) steps() []step {
+	return []step{
+		{"event registry", n.registerEvents},
+		{"read model", n.startReadModel},
+		{"executor", n.buildExecutor},
+		{"service", n.buildService},
+		{"admin bootstrap", n.bootstrapAdmin},
+		{"statistics", n.startStats},
+		{"billing proxy", n.startBilling},
+		{"command gateway", n.startGateway},
+		{"http", n.buildHTTP},
+		{"snapshot schedule", n.scheduleSnapshots},
+	}
+}
+
+// run runs steps in order. On the first failure it undoes the steps that
+// ran, newest first, and returns the error.
+func (n *Node) run(ctx context.Context, opts Options, steps []step) error {
+	for _, s := range steps {
+		if err := s.run(ctx, opts); err != nil {
+			n.cleanup.unwind()
+			return fmt.Errorf("node: %w", err)
+		}
+	}
+	return nil
+}
+
+// registerEvents builds the registry of every event the node reads or
+// writes.
+func (n *Node) registerEvents(context.Context, Options) error {
 	n.Registry = domain.NewRegistry()
 	domain.RegisterEvents(n.Registry)
 	app.RegisterEvents(n.Registry)
 	devauth.RegisterEvents(n.Registry)
+	return nil
+}
 
-	n.Model = readmodel.New(n.Registry)
+// startReadModel restores the read model from its snapshot, starts its
+// runner from there and waits until it has caught up with the log.
+func (n *Node) startReadModel(ctx context.Context, opts Options) error {
 	started := time.Now()
+	from := n.restoreReadModel(started)
+
+	caughtUp := make(chan struct{})
+	var once sync.Once
+	n.Runner = projections.NewRunner(n.Store, n.Registry, n.Model, projections.SnapshotCheckpoints{Position: from}, projections.RunnerOptions{
+		Logger:     n.log,
+		OnCaughtUp: func() { once.Do(func() { close(caughtUp) }) },
+	})
+	n.cleanup.push(goUntilStopped(ctx, func(ctx context.Context) { _ = n.Runner.Run(ctx) }))
+	if err := waitCaughtUp(ctx, caughtUp, opts.CatchUpTimeout); err != nil {
+		return err
+	}
+	n.log.Info("read model caught up", "position", n.Runner.Progress().Position().String(), "took", time.Since(started))
+	return nil
+}
+
+// restoreReadModel builds the read model from its snapshot and returns the
+// position to follow the log from: after the snapshot, or the beginning
+// when there is none or it is unusable.
+func (n *Node) restoreReadModel(started time.Time) eventstore.Position {
+	n.Model = readmodel.New(n.Registry)
 	from, err := n.Model.LoadSnapshot(n.snapPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		from = eventstore.Beginning
+		return eventstore.Beginning
 	case err != nil:
 		// A damaged snapshot is only a cache of the log: rebuild from it.
 		n.log.Warn("read model snapshot unusable; replaying the whole log", "path", n.snapPath, "error", err)
 		n.Model = readmodel.New(n.Registry)
-		from = eventstore.Beginning
+		return eventstore.Beginning
 	default:
 		n.snapPos = from
 		n.log.Info("read model snapshot loaded", "position", from.String(), "took", time.Since(started))
+		return from
 	}
+}
 
-	caughtUp := make(chan struct{})
-	var once sync.Once
-	n.Runner = projections.NewRunner(store, n.Registry, n.Model, projections.SnapshotCheckpoints{Position: from}, projections.RunnerOptions{
-		Logger:     n.log,
-		OnCaughtUp: func() { once.Do(func() { close(caughtUp) }) },
-	})
-	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	n.stop = stop
-	go func() {
-		defer close(n.done)
-		_ = n.Runner.Run(runCtx)
-	}()
-	if err := waitCaughtUp(ctx, caughtUp, opts.CatchUpTimeout); err != nil {
-		n.shutdownRunner()
-		return nil, err
-	}
-	n.log.Info("read model caught up", "position", n.Runner.Progress().Position().String(), "took", time.Since(started))
+// buildExecutor builds the command executor.
+func (n *Node) buildExecutor(_ context.Context, opts Options) (err error) {
+	n.Executor, err = app.New(n.Store, n.Registry, app.Options{Clock: opts.Clock})
+	return err
+}
 
-	if n.Executor, err = app.New(store, n.Registry, app.Options{Clock: opts.Clock}); err != nil {
-		n.shutdownRunner()
-		return nil, fmt.Errorf("node: %w", err)
-	}
-	tokens, err := deviceTokens(ctx, store, n.Registry, opts)
+// buildService builds the use cases on the executor and the read model.
+func (n *Node) buildService(ctx context.Context, opts Options) error {
+	tokens, err := deviceTokens(ctx, n.Store, n.Registry, opts)
 	if err != nil {
-		n.shutdownRunner()
-		return nil, err
+		return err
 	}
 	n.Service, err = service.New(service.Config{
-		Executor: n.Executor, Model: n.Model, Applied: n.Runner.Progress(), Store: store, Registry: n.Registry,
+		Executor: n.Executor, Model: n.Model, Applied: n.Runner.Progress(), Store: n.Store, Registry: n.Registry,
 		ReadYourWritesTimeout: opts.ReadYourWritesTimeout, BcryptCost: opts.BcryptCost, Logger: n.log, Clock: opts.Clock,
 		DeviceTokens: tokens,
 	})
-	if err != nil {
-		n.shutdownRunner()
-		return nil, fmt.Errorf("node: %w", err)
-	}
-	if n.GeneratedPassword, err = n.Service.Bootstrap(ctx, opts.AdminLogin, opts.AdminPassword); err != nil {
-		n.shutdownRunner()
-		return nil, fmt.Errorf("node: admin bootstrap: %w", err)
-	}
+	return err
+}
 
-	if err := n.startStats(runCtx, opts); err != nil {
-		n.abort()
-		return nil, fmt.Errorf("node: %w", err)
+// bootstrapAdmin creates the first superadmin when there is no admin yet.
+func (n *Node) bootstrapAdmin(ctx context.Context, opts Options) (err error) {
+	if n.GeneratedPassword, err = n.Service.Bootstrap(ctx, opts.AdminLogin, opts.AdminPassword); err != nil {
+		return fmt.Errorf("admin bootstrap: %w", err)
 	}
-	if err := n.startGateway(runCtx, opts); err != nil {
-		n.abort()
-		return nil, fmt.Errorf("node: %w", err)
-	}
-	billingOpts, err := n.billingProxy(opts)
-	if err != nil {
-		n.abort()
-		return nil, fmt.Errorf("node: billing: %w", err)
-	}
+	return nil
+}
+
+// buildHTTP builds the HTTP engine with the node's metrics and every API.
+func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 	registerGatewayMetrics(opts.Metrics, n.Dispatcher, n.journal)
 	n.Engine = httpapi.New(httpapi.Options{Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog})
 	n.Auth = httpapi.ThrottleLogins(
@@ -256,20 +303,21 @@ func Start(ctx context.Context, store eventstore.Store, opts Options) (*Node, er
 		Sockets:      n.Hub,
 		DeviceLogins: throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock)),
 		Commands:     n.Service,
-		Billing:      billingOpts,
+		Billing:      n.billing,
 	})
-	if err := httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.BasicAuth(n.Auth)); err != nil {
-		n.abort()
-		return nil, fmt.Errorf("node: %w", err)
-	}
+	return httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.BasicAuth(n.Auth))
+}
 
-	n.cron = schedule.NewCron(n.log)
-	if _, err := n.cron.AddFunc(opts.SnapshotSpec, func() { n.snapshot() }); err != nil {
-		n.abort()
-		return nil, fmt.Errorf("node: snapshot schedule %q: %w", opts.SnapshotSpec, err)
+// scheduleSnapshots writes read model snapshots on opts.SnapshotSpec.
+func (n *Node) scheduleSnapshots(_ context.Context, opts Options) error {
+	c := schedule.NewCron(n.log)
+	if _, err := c.AddFunc(opts.SnapshotSpec, n.snapshot); err != nil {
+		return fmt.Errorf("snapshot schedule %q: %w", opts.SnapshotSpec, err)
 	}
-	n.cron.Start()
-	return n, nil
+	c.Start()
+	// Waits for a snapshot being written.
+	n.cleanup.push(func() { <-c.Stop().Done() })
+	return nil
 }
 
 // deviceTokens returns the signer of device tokens, with the key every
@@ -277,13 +325,9 @@ func Start(ctx context.Context, store eventstore.Store, opts Options) (*Node, er
 func deviceTokens(ctx context.Context, store eventstore.Store, reg *domain.Registry, opts Options) (*devauth.Signer, error) {
 	key, err := devauth.LoadKey(ctx, store, reg, opts.Clock())
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return nil, err
 	}
-	s, err := devauth.NewSigner(key, devauth.Options{TTL: opts.DeviceTokenTTL, Clock: opts.Clock})
-	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
-	}
-	return s, nil
+	return devauth.NewSigner(key, devauth.Options{TTL: opts.DeviceTokenTTL, Clock: opts.Clock})
 }
 
 // withClock gives o the node's clock unless it has its own.
@@ -301,9 +345,9 @@ func waitCaughtUp(ctx context.Context, caughtUp <-chan struct{}, timeout time.Du
 	case <-caughtUp:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("node: waiting for the read model to catch up: %w", ctx.Err())
+		return fmt.Errorf("waiting for the read model to catch up: %w", ctx.Err())
 	case <-t.C:
-		return fmt.Errorf("node: read model did not catch up within %v", timeout)
+		return fmt.Errorf("read model did not catch up within %v", timeout)
 	}
 }
 
@@ -345,28 +389,14 @@ func (n *Node) snapshot() {
 	n.log.Debug("read model snapshot written", "position", pos.String(), "took", time.Since(started))
 }
 
-// abort undoes a Start that failed after the runners started.
-func (n *Node) abort() {
-	n.closeGateway()
-	n.shutdownRunner()
-	n.closeStats()
-}
-
-func (n *Node) shutdownRunner() {
-	n.stop()
-	<-n.done
-}
-
-// Close stops the schedules, closes the devices' websockets (the dispatcher
-// saves its pending commands), stops the read model runner and writes a
-// final snapshot, so the next start replays only what comes after it. It
-// does not close the store, which the caller opened.
+// Close stops what Start started in the reverse order: the snapshot
+// schedule, the command gateway (it closes the devices' websockets and saves
+// its pending commands), the billing journal (it stores what it still
+// holds), the statistics and the read model runner. Then it writes a final
+// snapshot, so the next start replays only what comes after it. It does not
+// close the store, which the caller opened.
 func (n *Node) Close() error {
-	ctx := n.cron.Stop()
-	<-ctx.Done()
-	n.closeGateway()
-	n.shutdownRunner()
-	n.closeStats()
+	n.cleanup.unwind()
 	n.snapshot()
 	return nil
 }
