@@ -106,24 +106,25 @@ func (l *eventLog) readStream(stream string, start uint64, max int) ([]eventstor
 
 // append checks every part against the log and stores all of them or none:
 // a repeat of stored events is answered with where they are, as the port
-// documents. It fails with ErrClosed once closing is closed.
-func (l *eventLog) append(closing <-chan struct{}, parts []eventstore.StreamAppend, results []eventstore.AppendResult, now time.Time) error {
+// documents. wrote tells which of the two it was. It fails with ErrClosed
+// once closing is closed.
+func (l *eventLog) append(closing <-chan struct{}, parts []eventstore.StreamAppend, results []eventstore.AppendResult, now time.Time) (wrote bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	select {
 	case <-closing:
-		return fmt.Errorf("memory: append: %w", eventstore.ErrClosed)
+		return false, fmt.Errorf("memory: append: %w", eventstore.ErrClosed)
 	default:
 	}
 	if done, err := l.retried(parts, results); done || err != nil {
-		return err
+		return false, err
 	}
 	var few [4]uint64 // the first revision of each part
 	firsts := few[:0]
 	for _, p := range parts {
 		first, err := l.firstRevision(p)
 		if err != nil {
-			return err
+			return false, err
 		}
 		firsts = append(firsts, first)
 	}
@@ -133,7 +134,7 @@ func (l *eventLog) append(closing <-chan struct{}, parts []eventstore.StreamAppe
 	}
 	close(l.wake)
 	l.wake = make(chan struct{})
-	return nil
+	return true, nil
 }
 
 // retried recognises a repeated append: when every part is a repeat of

@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"tvsm/eventstore"
@@ -28,6 +29,8 @@ type Store struct {
 	log     *eventLog
 	closing chan struct{}
 	once    sync.Once
+	commits atomic.Uint64 // acknowledged appends that stored events
+	appends atomic.Uint64 // acknowledged appends, retries included
 }
 
 // New returns an empty store.
@@ -98,7 +101,24 @@ func (s *Store) append(ctx context.Context, parts []eventstore.StreamAppend, res
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.log.append(s.closing, parts, results, time.Now())
+	wrote, err := s.log.append(s.closing, parts, results, time.Now())
+	if err != nil {
+		return err
+	}
+	if wrote {
+		s.commits.Add(1)
+	}
+	s.appends.Add(1)
+	return nil
+}
+
+// Stats reports how many commits and appends the store has acknowledged
+// since New or Reopen, as the embedded store's Stats does: an append is a
+// commit when it stored events, not when it was a retry answered without
+// writing; an AppendMulti counts once. Tests use it to tell how many
+// writes an operation made.
+func (s *Store) Stats() (commits, appends uint64) {
+	return s.commits.Load(), s.appends.Load()
 }
 
 // ReadStream implements eventstore.Store. The events are copies the caller

@@ -275,3 +275,30 @@ func TestFilteredSubscriptionReportsProgress(t *testing.T) {
 		t.Fatalf("live Recv: %+v, %v; want the selected event at %d", b, err, n+1)
 	}
 }
+
+// Stats counts acknowledged appends, and as commits those that stored
+// events: a retry answered with the stored events is an append but no
+// commit, a refused append is neither, an AppendMulti is one of each.
+func TestStatsCountAcknowledgedAppends(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	first := []eventstore.EventData{event("s", 0), event("s", 1)}
+	if _, err := s.Append(ctx, "s", eventstore.NoStream, first...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "s", eventstore.NoStream, first...); err != nil { // a retry
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "s", eventstore.NoStream, event("s", 2)); !errors.Is(err, eventstore.ErrWrongExpectedRevision) {
+		t.Fatalf("append to an existing stream expecting none: %v", err)
+	}
+	if _, err := s.AppendMulti(ctx,
+		eventstore.StreamAppend{Stream: "m1", Expect: eventstore.NoStream, Events: []eventstore.EventData{event("m1", 0)}},
+		eventstore.StreamAppend{Stream: "m2", Expect: eventstore.NoStream, Events: []eventstore.EventData{event("m2", 0)}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if commits, appends := s.Stats(); commits != 2 || appends != 3 {
+		t.Fatalf("Stats: %d commits, %d appends; want 2 and 3", commits, appends)
+	}
+}
