@@ -191,27 +191,11 @@ func (l *eventLog) retriedPart(p eventstore.StreamAppend) (eventstore.AppendResu
 	case found != len(p.Events):
 		return eventstore.AppendResult{}, false, fmt.Errorf("%w: append %q: some of its event ids are already stored, the others not",
 			eventstore.ErrDuplicateEventID, p.Stream)
-	case !placesAt(p.Expect, first.rev):
+	case !p.Expect.Places(first.rev):
 		return eventstore.AppendResult{}, false, fmt.Errorf("%w: append %q: its events are stored from revision %d, not where expectation %v puts them",
 			eventstore.ErrDuplicateEventID, p.Stream, first.rev, p.Expect)
 	}
 	return eventstore.AppendResult{NextExpected: last.rev, Position: position(last.pos)}, true, nil
-}
-
-// placesAt reports whether an append with expectation expect would have put
-// its first event at revision first: only then is a repeat of it a retry (the
-// rule EventStoreDB applies).
-func placesAt(expect eventstore.Revision, first uint64) bool {
-	if n, ok := expect.Exact(); ok {
-		return n+1 == first
-	}
-	switch {
-	case expect.IsNoStream():
-		return first == 0
-	case expect.IsStreamExists():
-		return first > 0
-	}
-	return true // Any
 }
 
 // firstRevision checks p's expectation and returns the revision p's first

@@ -124,12 +124,9 @@ func (s *Store) Stats() (commits, appends uint64) {
 // ReadStream implements eventstore.Store. The events are copies the caller
 // may keep and modify.
 func (s *Store) ReadStream(ctx context.Context, stream string, from eventstore.Revision, max int) ([]eventstore.RecordedEvent, error) {
-	if err := eventstore.ValidateStreamName(stream); err != nil {
+	start, err := eventstore.ValidateRead(stream, from)
+	if err != nil {
 		return nil, err
-	}
-	start, ok := from.Exact()
-	if !ok && !from.IsAny() {
-		return nil, fmt.Errorf("%w: read %q from %v: want an exact revision", eventstore.ErrInvalidAppend, stream, from)
 	}
 	if s.closed() {
 		return nil, fmt.Errorf("memory: read %q: %w", stream, eventstore.ErrClosed)
