@@ -160,6 +160,21 @@ func (r Revision) Satisfied(current uint64, exists bool) bool {
 	}
 }
 
+// Places reports whether an append with expectation r would have put its
+// first event at revision first. A repeat of stored events is a retry only
+// where its expectation places them (the rule EventStoreDB applies).
+func (r Revision) Places(first uint64) bool {
+	switch r.kind {
+	case kindExact:
+		return r.n+1 == first
+	case kindNoStream:
+		return first == 0
+	case kindStreamExists:
+		return first > 0
+	}
+	return true // Any
+}
+
 func (r Revision) String() string {
 	switch r.kind {
 	case kindAny:
@@ -333,6 +348,21 @@ func ValidateAppend(stream string, events []EventData) error {
 		seen[e.ID] = struct{}{}
 	}
 	return nil
+}
+
+// ValidateRead checks what every backend rejects of a ReadStream with
+// ErrInvalidAppend: a stream name ValidateStreamName rejects, or a from that
+// is neither an exact revision nor Any (which reads from the start). It
+// returns the revision to read from.
+func ValidateRead(stream string, from Revision) (uint64, error) {
+	if err := ValidateStreamName(stream); err != nil {
+		return 0, err
+	}
+	start, ok := from.Exact()
+	if !ok && !from.IsAny() {
+		return 0, fmt.Errorf("%w: read %q from %v: want an exact revision", ErrInvalidAppend, stream, from)
+	}
+	return start, nil
 }
 
 // ValidateStreamName rejects names that no backend can store: empty, NUL

@@ -14,7 +14,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
-	"tvsm/eventstore/embedded"
+	"tvsm/eventstore/memory"
 )
 
 // testTimeout bounds every wait in these tests.
@@ -24,17 +24,11 @@ func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-func openStore(t *testing.T) *embedded.Store {
+// openStore returns an in-memory store: the runner's tests need the
+// store's contract (dense positions, catch-up then live), not its disk.
+func openStore(t *testing.T) *memory.Store {
 	t.Helper()
-	return openStoreAt(t, t.TempDir())
-}
-
-func openStoreAt(t *testing.T, dir string) *embedded.Store {
-	t.Helper()
-	s, err := embedded.Open(dir, embedded.Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatalf("open embedded store: %v", err)
-	}
+	s := memory.New()
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -59,7 +53,7 @@ func appendEvents(t *testing.T, s eventstore.Store, stream string, n int) events
 	return last
 }
 
-func head(t *testing.T, s *embedded.Store) eventstore.Position {
+func head(t *testing.T, s *memory.Store) eventstore.Position {
 	t.Helper()
 	p, err := s.Head(context.Background())
 	if err != nil {
@@ -173,11 +167,11 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// faultyStore delegates to a real embedded store and lets a test wrap the
+// faultyStore delegates to a real (in-memory) store and lets a test wrap the
 // subscriptions it returns, to inject faults. It records where every
 // subscription started.
 type faultyStore struct {
-	*embedded.Store
+	*memory.Store
 	wrap func(n int, sub eventstore.Subscription) eventstore.Subscription
 
 	mu     sync.Mutex
@@ -331,7 +325,7 @@ func assertInOrderOnce(t *testing.T, deliveries, want []eventstore.Position) {
 	}
 }
 
-// positions returns the positions from+1 .. to of the dense embedded log.
+// positions returns the positions from+1 .. to of a log with dense positions.
 func positions(from, to uint64) []eventstore.Position {
 	var out []eventstore.Position
 	for p := from + 1; p <= to; p++ {

@@ -340,28 +340,12 @@ func (s *Store) retriedPart(g *group, p eventstore.StreamAppend) (eventstore.App
 				eventstore.ErrDuplicateEventID, p.Stream)
 		}
 	}
-	if !placesAt(p.Expect, found[0].rev) {
+	if !p.Expect.Places(found[0].rev) {
 		return eventstore.AppendResult{}, false, fmt.Errorf("%w: append %q: its events are stored from revision %d, not where expectation %v puts them",
 			eventstore.ErrDuplicateEventID, p.Stream, found[0].rev, p.Expect)
 	}
 	last := found[len(found)-1]
 	return eventstore.AppendResult{NextExpected: last.rev, Position: eventstore.Position{Commit: last.pos, Prepare: last.pos}}, true, nil
-}
-
-// placesAt reports whether an append with expectation expect would have put
-// its first event at revision first: only then is a repeat of it a retry (the
-// rule EventStoreDB applies).
-func placesAt(expect eventstore.Revision, first uint64) bool {
-	if n, ok := expect.Exact(); ok {
-		return n+1 == first
-	}
-	switch {
-	case expect.IsNoStream():
-		return first == 0
-	case expect.IsStreamExists():
-		return first > 0
-	}
-	return true // Any
 }
 
 func (s *Store) lookupID(g *group, id eventstore.EventID) (staged, bool, error) {

@@ -285,12 +285,9 @@ func (s *Store) send(ctx context.Context, req *appendReq) error {
 
 // ReadStream implements eventstore.Store.
 func (s *Store) ReadStream(ctx context.Context, stream string, from eventstore.Revision, max int) ([]eventstore.RecordedEvent, error) {
-	if err := eventstore.ValidateStreamName(stream); err != nil {
+	start, err := eventstore.ValidateRead(stream, from)
+	if err != nil {
 		return nil, err
-	}
-	start, ok := from.Exact()
-	if !ok && !from.IsAny() {
-		return nil, fmt.Errorf("%w: read %q from %v: want an exact revision", eventstore.ErrInvalidAppend, stream, from)
 	}
 	select {
 	case <-s.closing:

@@ -10,6 +10,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
+	"tvsm/eventstore/memory"
 	"tvsm/internal/testkit/testutil"
 )
 
@@ -101,22 +102,47 @@ func newRegistry() *domain.Registry {
 	return r
 }
 
-// env is a real embedded store in a temporary directory with a registry.
+// testStore is what the tests use of a store: the port, atomic
+// multi-stream appends, the head, and how many commits and appends it made.
+type testStore interface {
+	eventstore.Store
+	eventstore.MultiAppender
+	eventstore.HeadReader
+	Stats() (commits, appends uint64)
+}
+
+// env is a store with a registry.
 type env struct {
 	t     testing.TB
 	ctx   context.Context
-	store *embedded.Store
+	store testStore
 	reg   *domain.Registry
 	clock *testutil.Clock
 }
 
+// newEnv is an env on the in-memory store: the tests exercise the
+// executor's logic, which needs the store's contract, not its disk.
 func newEnv(t testing.TB) *env {
+	t.Helper()
+	s := memory.New()
+	t.Cleanup(func() { s.Close() })
+	return newEnvOn(t, s)
+}
+
+// newEmbeddedEnv is an env on the embedded store in a temporary directory,
+// for benchmarks of the executor as it runs in production (appends wait
+// for fsyncs).
+func newEmbeddedEnv(t testing.TB) *env {
 	t.Helper()
 	s, err := embedded.Open(t.TempDir(), embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	return newEnvOn(t, s)
+}
+
+func newEnvOn(t testing.TB, s testStore) *env {
 	return &env{t: t, ctx: context.Background(), store: s, reg: newRegistry(), clock: testutil.NewClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))}
 }
 

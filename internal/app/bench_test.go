@@ -46,7 +46,7 @@ func BenchmarkExecuteCacheHitNoChange(b *testing.B) {
 
 func benchmarkExecute(b *testing.B, cmd any) {
 	const workers = 64
-	e := newEnv(b)
+	e := newEmbeddedEnv(b)
 	x := e.executor(nil, Options{})
 	streams := make([]string, workers)
 	for i := range streams {
@@ -70,7 +70,7 @@ func benchmarkExecute(b *testing.B, cmd any) {
 func BenchmarkIDAllocatorNext(b *testing.B) {
 	for _, size := range []int{100, 10000} {
 		b.Run(fmt.Sprintf("block=%d", size), func(b *testing.B) {
-			e := newEnv(b)
+			e := newEmbeddedEnv(b)
 			a := e.executor(nil, Options{IDBlockSize: size}).IDs("account")
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -86,7 +86,7 @@ func BenchmarkIDAllocatorNext(b *testing.B) {
 // BenchmarkIDAllocatorNextParallel: GOMAXPROCS goroutines share one
 // allocator (block size 100).
 func BenchmarkIDAllocatorNextParallel(b *testing.B) {
-	e := newEnv(b)
+	e := newEmbeddedEnv(b)
 	a := e.executor(nil, Options{}).IDs("account")
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -14,6 +14,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore/embedded"
+	"tvsm/eventstore/memory"
 	"tvsm/internal/app"
 	"tvsm/internal/service"
 	"tvsm/internal/wiring/node"
@@ -21,21 +22,18 @@ import (
 	"tvsm/projections/readmodel"
 )
 
-// adminBare is a service over a fresh store with no admin at all: what a
-// first start sees before Bootstrap.
+// adminBare is a service over a fresh (in-memory) store with no admin at
+// all: what a first start sees before Bootstrap.
 type adminBare struct {
 	svc   *service.Service
 	model *readmodel.Model
-	store *embedded.Store
+	store *memory.Store
 }
 
 func adminStartBare(t *testing.T) adminBare {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store, err := embedded.Open(filepath.Join(t.TempDir(), "events"), embedded.Options{Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := memory.New()
 	reg := domain.NewRegistry()
 	domain.RegisterEvents(reg)
 	app.RegisterEvents(reg)

@@ -14,7 +14,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
-	"tvsm/eventstore/embedded"
+	"tvsm/eventstore/memory"
 	"tvsm/internal/app"
 	"tvsm/projections"
 )
@@ -38,11 +38,11 @@ func testRegistry() *domain.Registry {
 	return reg
 }
 
-// env is a real embedded store with the application layer's executor on
+// env is a real (in-memory) store with the application layer's executor on
 // top, for appending events the way the service does.
 type env struct {
 	t     *testing.T
-	store *embedded.Store
+	store *memory.Store
 	reg   *domain.Registry
 	x     *app.Executor
 	tick  atomic.Int64
@@ -54,12 +54,10 @@ var base = time.Date(2026, time.March, 1, 12, 0, 0, 0, time.UTC)
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	store, err := embedded.Open(t.TempDir(), embedded.Options{Logger: quietLog})
-	if err != nil {
-		t.Fatalf("open store: %v", err)
-	}
+	store := memory.New()
 	t.Cleanup(func() { store.Close() })
 	e := &env{t: t, store: store, reg: testRegistry()}
+	var err error
 	e.x, err = app.New(store, e.reg, app.Options{Clock: func() time.Time {
 		return base.Add(time.Duration(e.tick.Add(1)) * time.Second)
 	}})

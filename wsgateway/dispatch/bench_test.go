@@ -35,7 +35,7 @@ func BenchmarkDeliverUserMessage(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("TVSM_DISPATCH_BENCH_DEVICES")); err == nil && v > 0 {
 		n = v
 	}
-	e := newEnv(b)
+	e := newEmbeddedEnv(b)
 	nd := e.startNode(b, "bench", b.TempDir(), wsgateway.Options{})
 	var received atomic.Int64
 	var current atomic.Pointer[waiter]

@@ -19,6 +19,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
+	"tvsm/eventstore/memory"
 	"tvsm/internal/testkit/testutil"
 	"tvsm/wsgateway"
 	"tvsm/wsgateway/dispatch"
@@ -27,23 +28,39 @@ import (
 // t0 is where every test clock starts.
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// env is one event store (real, embedded, in a temp dir) and one clock
-// shared by the nodes of a test.
+// env is one event store and one clock shared by the nodes of a test.
 type env struct {
-	store *embedded.Store
+	store eventstore.Store
 	reg   *domain.Registry
 	clock *testutil.Clock
 	sends atomic.Int64
 	nodes []*node
 }
 
+// newEnv is an env on the in-memory store: the tests check what the
+// dispatcher does with the log, which needs the store's contract, not its
+// disk.
 func newEnv(t testing.TB) *env {
+	t.Helper()
+	store := memory.New()
+	t.Cleanup(func() { store.Close() })
+	return newEnvOn(store)
+}
+
+// newEmbeddedEnv is an env on the embedded store in a temporary directory,
+// for benchmarks of delivery as it runs in production (the claim append
+// waits for an fsync).
+func newEmbeddedEnv(t testing.TB) *env {
 	t.Helper()
 	store, err := embedded.Open(t.TempDir(), embedded.Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	return newEnvOn(store)
+}
+
+func newEnvOn(store eventstore.Store) *env {
 	reg := domain.NewRegistry()
 	domain.RegisterEvents(reg)
 	return &env{store: store, reg: reg, clock: testutil.NewClock(t0)}

@@ -11,16 +11,15 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
-	"tvsm/eventstore/embedded"
+	"tvsm/eventstore/memory"
 	"tvsm/internal/adapters/billing"
 )
 
-func openStore(t *testing.T) (*embedded.Store, *domain.Registry) {
+// openStore returns an in-memory store and the registry: the journal's
+// tests need the store's contract, not its disk.
+func openStore(t *testing.T) (*memory.Store, *domain.Registry) {
 	t.Helper()
-	store, err := embedded.Open(t.TempDir(), embedded.Options{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := memory.New()
 	t.Cleanup(func() { store.Close() })
 	reg := domain.NewRegistry()
 	domain.RegisterEvents(reg)

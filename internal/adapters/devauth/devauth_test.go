@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +12,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
-	"tvsm/eventstore/embedded"
+	"tvsm/eventstore/memory"
 	"tvsm/internal/testkit/testutil"
 )
 
@@ -90,12 +88,11 @@ func TestVerifyRefusesForgeries(t *testing.T) {
 	}
 }
 
-func openStore(t testing.TB) *embedded.Store {
+// openStore returns an in-memory store: the signer's tests need the
+// store's contract, not its disk.
+func openStore(t testing.TB) *memory.Store {
 	t.Helper()
-	store, err := embedded.Open(t.TempDir(), embedded.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := memory.New()
 	t.Cleanup(func() { store.Close() })
 	return store
 }
