@@ -7,7 +7,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/httpapi/wire"
-	"tvsm/internal/service"
+	"tvsm/internal/app/command"
 )
 
 // FuzzAdminDecode feeds arbitrary bodies to the Admin API's decoders. They
@@ -74,27 +74,27 @@ func adminCheckDecoded(t *testing.T, name string, v any) {
 		}
 	}
 	switch f := v.(type) {
-	case service.ProviderFields:
+	case command.ProviderFields:
 		notNull("name", f.Name.IsNull())
 		notNull("enabled", f.Enabled.IsNull())
 		notNull("billing.resolve", f.Billing.Resolve.IsNull())
 		if n, ok := f.DevicesPerAccountLimit.Get(); ok && (n < 0 || n > domain.MaxDeviceLimit) {
 			t.Fatalf("%s: limit %d accepted", name, n)
 		}
-	case service.TariffFields:
+	case command.TariffFields:
 		notNull("name", f.Name.IsNull())
 		notNull("provider", f.Provider.IsNull())
 		notNull("channels", f.Channels.IsNull())
 		if v, ok := f.Channels.Get(); f.Channels.Present && ok && v == nil {
 			t.Fatalf("%s: channels present as a nil list", name)
 		}
-	case service.ChannelFields:
+	case command.ChannelFields:
 		notNull("name", f.Name.IsNull())
 		notNull("number", f.Number.IsNull())
 		if n, ok := f.Number.Get(); ok && (n < 0 || n > domain.MaxChannelNumber) {
 			t.Fatalf("%s: number %d accepted", name, n)
 		}
-	case service.AdminFields:
+	case command.AdminFields:
 		notNull("login", f.Login.IsNull())
 		notNull("password", f.Password.IsNull())
 	}

@@ -6,7 +6,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/httpapi/wire"
-	"tvsm/internal/service"
+	"tvsm/internal/app/command"
 )
 
 // JSON forms of the Admin API's objects, and the decoding of their request
@@ -129,8 +129,8 @@ func adminIDs(ids []int64) []int64 {
 // fields devices_per_account_limit, free_tariff, billing.url and
 // billing.token ("" clears the last two as well); null means unchanged for
 // the others. billing.token_set, which the API returns, is ignored.
-func decodeAdminProvider(o *wire.Object) service.ProviderFields {
-	f := service.ProviderFields{
+func decodeAdminProvider(o *wire.Object) command.ProviderFields {
+	f := command.ProviderFields{
 		Name:                   o.String("name"),
 		Enabled:                o.Bool("enabled"),
 		DevicesPerAccountLimit: adminInt(o, "devices_per_account_limit", true, 0, domain.MaxDeviceLimit),
@@ -148,8 +148,8 @@ func decodeAdminProvider(o *wire.Object) service.ProviderFields {
 
 // decodeAdminTariff reads a tariff body. A null description clears it;
 // channels is a list of channel ids ([] clears it).
-func decodeAdminTariff(o *wire.Object) service.TariffFields {
-	return service.TariffFields{
+func decodeAdminTariff(o *wire.Object) command.TariffFields {
+	return command.TariffFields{
 		Provider:    o.Int64("provider"),
 		Name:        o.String("name"),
 		Enabled:     o.Bool("enabled"),
@@ -160,8 +160,8 @@ func decodeAdminTariff(o *wire.Object) service.TariffFields {
 
 // decodeAdminChannel reads a channel body. A null logo_url or description
 // clears it; categories is a list of category ids ([] clears it).
-func decodeAdminChannel(o *wire.Object) service.ChannelFields {
-	return service.ChannelFields{
+func decodeAdminChannel(o *wire.Object) command.ChannelFields {
+	return command.ChannelFields{
 		Name:        o.String("name"),
 		Number:      adminInt(o, "number", false, 0, domain.MaxChannelNumber),
 		LogoURL:     o.NullableString("logo_url"),
@@ -171,14 +171,14 @@ func decodeAdminChannel(o *wire.Object) service.ChannelFields {
 }
 
 // decodeAdminCategory reads a category body.
-func decodeAdminCategory(o *wire.Object) service.CategoryFields {
-	return service.CategoryFields{Name: o.String("name")}
+func decodeAdminCategory(o *wire.Object) command.CategoryFields {
+	return command.CategoryFields{Name: o.String("name")}
 }
 
 // decodeAdminAdmin reads an administrator body. provider null (or absent
 // on create) makes a superadmin.
-func decodeAdminAdmin(o *wire.Object) service.AdminFields {
-	return service.AdminFields{
+func decodeAdminAdmin(o *wire.Object) command.AdminFields {
+	return command.AdminFields{
 		Login:    o.String("login"),
 		Password: o.String("password"),
 		Provider: o.NullableInt64("provider"),

@@ -12,12 +12,13 @@ import (
 
 	"tvsm/domain"
 	"tvsm/httpapi/wire"
+	"tvsm/internal/app/command"
+	"tvsm/internal/app/query"
 	"tvsm/internal/platform/throttle"
-	"tvsm/internal/service"
 	"tvsm/wsgateway"
 )
 
-// Device API (DESIGN.md §5): the routes client devices call. Login gives a
+// Device API: the routes client devices call. Login gives a
 // token; every other route takes it (DeviceAuth).
 
 // Error codes of the Device API.
@@ -27,35 +28,14 @@ const (
 )
 
 // Body limits of the Device API: a login is small; a viewing report holds
-// up to service.MaxViewingSessions sessions.
+// up to command.MaxViewingSessions sessions.
 const (
 	deviceLoginMaxBytes   = 16 << 10
 	deviceViewingMaxBytes = 256 << 10
 )
 
 // DeviceIdentity is the device a request acts for (CurrentDevice).
-type DeviceIdentity = service.DeviceIdentity
-
-// DeviceAuthenticator verifies device tokens; *service.Service implements
-// it. Any failure that means "log in again" wraps
-// service.ErrDeviceUnauthorized.
-type DeviceAuthenticator interface {
-	AuthenticateDevice(ctx context.Context, token string) (DeviceIdentity, error)
-}
-
-// DeviceService is what the Device API needs; *service.Service implements
-// it.
-type DeviceService interface {
-	DeviceAuthenticator
-	DeviceLogin(ctx context.Context, in service.DeviceLoginInput) (service.DeviceSession, error)
-	DeviceChannels(ctx context.Context, d DeviceIdentity) (service.DeviceChannelList, error)
-	ReportViewing(ctx context.Context, d DeviceIdentity, r service.ViewingReport) error
-	// ValidateDeviceLogin and ValidateViewing check the values of a body
-	// (*domain.ValidationError), so that a 400 names every bad field,
-	// those with type errors and those with bad values, at once.
-	ValidateDeviceLogin(in service.DeviceLoginInput) error
-	ValidateViewing(sessions []service.ViewingSession) error
-}
+type DeviceIdentity = query.DeviceIdentity
 
 // DeviceSockets upgrades an authenticated device's request to its
 // websocket; *wsgateway.Hub implements it.
@@ -89,9 +69,9 @@ func DeviceAuth(auth DeviceAuthenticator) gin.HandlerFunc {
 			deviceUnauthorized(c, msg)
 			return
 		}
-		d, err := auth.AuthenticateDevice(c.Request.Context(), token)
+		d, err := auth.Authenticate(c.Request.Context(), token)
 		switch {
-		case errors.Is(err, service.ErrDeviceUnauthorized):
+		case errors.Is(err, query.ErrDeviceUnauthorized):
 			deviceUnauthorized(c, "invalid, expired or revoked device token; log in again")
 			return
 		case err != nil:
@@ -132,12 +112,12 @@ func deviceUnauthorized(c *gin.Context, cause string) {
 //	GET  /channels  channels of the account's active tariffs
 //	POST /viewing   viewing sessions → 204
 //	GET  /ws        the device's websocket (when sockets is set)
-func mountDevice(g *gin.RouterGroup, svc DeviceService, sockets DeviceSockets, logins *throttle.Guard) {
-	if svc == nil {
+func mountDevice(g *gin.RouterGroup, api DeviceAPI, sockets DeviceSockets, logins *throttle.Guard) {
+	if api.Writes == nil || api.Sessions == nil {
 		return
 	}
-	h := &deviceHandlers{svc: svc, sockets: sockets, logins: logins}
-	auth := DeviceAuth(svc)
+	h := &deviceHandlers{api: api, sockets: sockets, logins: logins}
+	auth := DeviceAuth(api.Sessions)
 	g.POST("/login", h.login)
 	g.GET("/channels", auth, h.channels)
 	g.POST("/viewing", auth, h.viewing)
@@ -147,7 +127,7 @@ func mountDevice(g *gin.RouterGroup, svc DeviceService, sockets DeviceSockets, l
 }
 
 type deviceHandlers struct {
-	svc     DeviceService
+	api     DeviceAPI
 	sockets DeviceSockets
 	logins  *throttle.Guard
 }
@@ -182,7 +162,7 @@ func (h *deviceHandlers) login(c *gin.Context) {
 		return
 	}
 	in := decodeDeviceLogin(obj)
-	if err := validated(obj, h.svc.ValidateDeviceLogin(in)); err != nil {
+	if err := validated(obj, h.api.Writes.ValidateLogin(in)); err != nil {
 		WriteError(c, err)
 		return
 	}
@@ -192,10 +172,10 @@ func (h *deviceHandlers) login(c *gin.Context) {
 		writeAuthError(c, Throttled(wait))
 		return
 	}
-	s, err := h.svc.DeviceLogin(c.Request.Context(), in)
+	s, err := h.api.Writes.Login(c.Request.Context(), in)
 	var limit *domain.DeviceLimitError
 	switch {
-	case errors.Is(err, service.ErrBadDeviceCredentials):
+	case errors.Is(err, command.ErrBadDeviceCredentials):
 		h.logins.Fail(login, addr)
 		WriteError(c, Unauthorized("invalid provider, login or password"))
 		return
@@ -216,9 +196,9 @@ func (h *deviceHandlers) login(c *gin.Context) {
 
 // decodeDeviceLogin reads a login body; type errors and missing fields are
 // recorded on obj (provider, device.unique_id, ...).
-func decodeDeviceLogin(obj *wire.Object) service.DeviceLoginInput {
+func decodeDeviceLogin(obj *wire.Object) command.DeviceLoginInput {
 	obj.Require("provider", "login", "password_md5", "device")
-	in := service.DeviceLoginInput{
+	in := command.DeviceLoginInput{
 		Provider:    obj.Int64("provider").Or(0),
 		Login:       obj.String("login").Or(""),
 		PasswordMD5: obj.String("password_md5").Or(""),
@@ -302,8 +282,8 @@ type noServicesAnswer struct {
 
 func (h *deviceHandlers) channels(c *gin.Context) {
 	d, _ := CurrentDevice(c)
-	l, err := h.svc.DeviceChannels(c.Request.Context(), d)
-	var none *service.NoServicesError
+	l, err := h.api.Sessions.Channels(c.Request.Context(), d)
+	var none *query.NoServicesError
 	switch {
 	case errors.As(err, &none):
 		body := noServicesAnswer{Error: Forbidden(none.Message), Message: none.Message}
@@ -311,7 +291,7 @@ func (h *deviceHandlers) channels(c *gin.Context) {
 		_ = c.Error(err)
 		c.AbortWithStatusJSON(http.StatusForbidden, body)
 		return
-	case errors.Is(err, service.ErrDeviceUnauthorized):
+	case errors.Is(err, query.ErrDeviceUnauthorized):
 		deviceUnauthorized(c, "the device's account is gone; log in again")
 		return
 	case err != nil:
@@ -336,16 +316,16 @@ func (h *deviceHandlers) viewing(c *gin.Context) {
 		return
 	}
 	sessions := decodeViewing(obj)
-	if err := validated(obj, h.svc.ValidateViewing(sessions)); err != nil {
+	if err := validated(obj, h.api.Writes.ValidateViewing(sessions)); err != nil {
 		WriteError(c, err)
 		return
 	}
-	r := service.ViewingReport{
+	r := command.ViewingReport{
 		Sessions:       sessions,
 		RequestID:      RequestID(c.Request.Context()),
 		IdempotencyKey: strings.TrimSpace(c.GetHeader(IdempotencyKeyHeader)),
 	}
-	if err := h.svc.ReportViewing(c.Request.Context(), d, r); err != nil {
+	if err := h.api.Writes.ReportViewing(c.Request.Context(), d, r); err != nil {
 		WriteError(c, err)
 		return
 	}
@@ -353,19 +333,19 @@ func (h *deviceHandlers) viewing(c *gin.Context) {
 }
 
 // decodeViewing reads a viewing report's sessions; type errors and missing
-// fields are recorded on obj as sessions[3].start. The service checks the
+// fields are recorded on obj as sessions[3].start. The command checks the
 // values.
-func decodeViewing(obj *wire.Object) []service.ViewingSession {
+func decodeViewing(obj *wire.Object) []command.ViewingSession {
 	obj.Require("sessions")
 	items, _ := obj.ObjectList("sessions").Get()
-	if len(items) > service.MaxViewingSessions {
-		obj.Fail("sessions", "must hold at most "+strconv.Itoa(service.MaxViewingSessions)+" sessions")
+	if len(items) > command.MaxViewingSessions {
+		obj.Fail("sessions", "must hold at most "+strconv.Itoa(command.MaxViewingSessions)+" sessions")
 		return nil
 	}
-	out := make([]service.ViewingSession, len(items))
+	out := make([]command.ViewingSession, len(items))
 	for i, s := range items {
 		s.Require("channel_id", "mode", "start", "seconds")
-		out[i] = service.ViewingSession{
+		out[i] = command.ViewingSession{
 			Channel: s.Int64("channel_id").Or(0),
 			Mode:    s.String("mode").Or(""),
 			Start:   s.DateTime("start").Or(time.Time{}),

@@ -17,8 +17,8 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/internal/app/query"
 	"tvsm/internal/platform/throttle"
-	"tvsm/internal/service"
 	"tvsm/internal/testkit/nodetest"
 	"tvsm/internal/testkit/testutil"
 )
@@ -444,14 +444,14 @@ func TestDeviceChannelsAndServices(t *testing.T) {
 	}
 	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/tariffs/%d", extra), map[string]any{"enabled": false})
 	status, body := r.deviceDo(t, http.MethodGet, "/api/device/channels", l.Token, nil)
-	if e := devFails(t, status, body, http.StatusForbidden, "no_services"); e.Cause != service.MsgNoSubscription {
+	if e := devFails(t, status, body, http.StatusForbidden, "no_services"); e.Cause != query.MsgNoSubscription {
 		t.Fatalf("only disabled tariffs: cause %q", e.Cause)
 	}
 	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/tariffs/%d", extra), map[string]any{"enabled": true})
 
 	// Disabled provider: logs in, without services.
 	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/providers/%d", r.provider), map[string]any{"enabled": false})
-	if off := r.loginOK(t, r.login, "tv-1"); off.ServicesAvailable || off.Message != service.MsgProviderDisabled {
+	if off := r.loginOK(t, r.login, "tv-1"); off.ServicesAvailable || off.Message != query.MsgProviderDisabled {
 		t.Fatalf("disabled provider login: %+v", off)
 	}
 	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/providers/%d", r.provider), map[string]any{"enabled": true})
@@ -459,11 +459,11 @@ func TestDeviceChannelsAndServices(t *testing.T) {
 	// Disabled account: logs in, without services; channels 403.
 	r.super(t, http.MethodPut, fmt.Sprintf("/api/provider/accounts/%d", r.account), map[string]any{"enabled": false})
 	off := r.loginOK(t, r.login, "tv-1")
-	if off.ServicesAvailable || off.Message != service.MsgAccountDisabled {
+	if off.ServicesAvailable || off.Message != query.MsgAccountDisabled {
 		t.Fatalf("disabled account login: %+v", off)
 	}
 	status, body = r.deviceDo(t, http.MethodGet, "/api/device/channels", off.Token, nil)
-	if e := devFails(t, status, body, http.StatusForbidden, "no_services"); e.Cause != service.MsgAccountDisabled {
+	if e := devFails(t, status, body, http.StatusForbidden, "no_services"); e.Cause != query.MsgAccountDisabled {
 		t.Fatalf("no_services cause %q", e.Cause)
 	}
 
@@ -471,7 +471,7 @@ func TestDeviceChannelsAndServices(t *testing.T) {
 	later := r.newAccount(t, "later", nil)
 	r.subscribe(t, later, r.tariff, "2099-01-01T00:00:00Z")
 	none := r.loginOK(t, "later", "tv-2")
-	if none.ServicesAvailable || none.Message != service.MsgNoSubscription {
+	if none.ServicesAvailable || none.Message != query.MsgNoSubscription {
 		t.Fatalf("no subscription login: %+v", none)
 	}
 	status, body = r.deviceDo(t, http.MethodGet, "/api/device/channels", none.Token, nil)

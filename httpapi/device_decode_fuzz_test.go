@@ -8,7 +8,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/httpapi/wire"
-	"tvsm/internal/service"
+	"tvsm/internal/app/command"
 )
 
 // fuzzNow is the time the viewing fuzz validates against.
@@ -56,7 +56,7 @@ func FuzzDeviceLoginBody(f *testing.F) {
 			return
 		}
 		in := decodeDeviceLogin(obj)
-		err = validated(obj, service.CheckDeviceLogin(in))
+		err = validated(obj, command.CheckDeviceLogin(in))
 		checkDecodeOutcome(t, err)
 		if err != nil {
 			return
@@ -88,19 +88,19 @@ func FuzzDeviceViewingBody(f *testing.F) {
 			return
 		}
 		sessions := decodeViewing(obj)
-		_, verdict := service.CheckViewing(sessions, fuzzNow)
+		_, verdict := command.CheckViewing(sessions, fuzzNow)
 		err = validated(obj, verdict)
 		checkDecodeOutcome(t, err)
 		if err != nil {
 			return
 		}
-		checked, err := service.CheckViewing(sessions, fuzzNow)
-		if err != nil || len(checked) > service.MaxViewingSessions {
+		checked, err := command.CheckViewing(sessions, fuzzNow)
+		if err != nil || len(checked) > command.MaxViewingSessions {
 			t.Fatalf("accepted then refused: %v", err)
 		}
 		for _, s := range checked {
-			if s.Channel <= 0 || s.Seconds < 1 || s.Seconds > service.MaxViewingSeconds ||
-				(s.Mode != domain.ViewingLive && s.Mode != domain.ViewingDVR) || s.Start.After(fuzzNow.Add(service.ViewingClockSkew)) {
+			if s.Channel <= 0 || s.Seconds < 1 || s.Seconds > command.MaxViewingSeconds ||
+				(s.Mode != domain.ViewingLive && s.Mode != domain.ViewingDVR) || s.Start.After(fuzzNow.Add(command.ViewingClockSkew)) {
 				t.Fatalf("accepted session %+v", s)
 			}
 		}

@@ -15,7 +15,6 @@ import (
 	"tvsm/eventstore"
 	"tvsm/httpapi/wire"
 	"tvsm/internal/app"
-	"tvsm/internal/service"
 )
 
 // Error codes: the "error" member of an error body. Clients switch on them,
@@ -151,7 +150,7 @@ func AsError(err error) *Error {
 		return wrapped(NotFound(err.Error()), err)
 	case errors.Is(err, domain.ErrAlreadyExists):
 		return wrapped(Conflict(err.Error()), err)
-	case errors.Is(err, service.ErrForbidden):
+	case errors.Is(err, app.ErrForbidden):
 		return wrapped(Forbidden(err.Error()), err)
 	case errors.Is(err, app.ErrConflict), errors.Is(err, app.ErrIdempotencyInProgress):
 		return wrapped(Conflict(err.Error()), err)

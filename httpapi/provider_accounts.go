@@ -1,10 +1,14 @@
 package httpapi
 
 import (
+	"context"
+
 	"github.com/gin-gonic/gin"
 
 	"tvsm/httpapi/wire"
-	"tvsm/internal/service"
+	"tvsm/internal/app"
+	"tvsm/internal/app/command"
+	"tvsm/internal/app/query"
 	"tvsm/projections/readmodel"
 )
 
@@ -39,7 +43,7 @@ func (h *providerHandlers) listAccounts(c *gin.Context) {
 		WriteError(c, ValidationFailed(bad))
 		return
 	}
-	l, err := h.svc.ListAccounts(c.Request.Context(), callerOf(c), aq)
+	l, err := h.api.AccountReads.List(c.Request.Context(), callerOf(c), aq)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -70,7 +74,7 @@ func (h *providerHandlers) getAccount(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	a, err := h.svc.Account(c.Request.Context(), callerOf(c), id)
+	a, err := h.api.AccountReads.Get(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -106,9 +110,8 @@ func (h *providerHandlers) writeAccount(c *gin.Context, pathID int64) {
 		WriteError(c, err)
 		return
 	}
-	caller := callerOf(c)
 	if update {
-		a, err := h.svc.UpdateAccount(c.Request.Context(), caller, id, in)
+		a, err := h.api.Accounts.Update(c.Request.Context(), callerOf(c), id, in)
 		if err != nil {
 			WriteError(c, err)
 			return
@@ -116,19 +119,17 @@ func (h *providerHandlers) writeAccount(c *gin.Context, pathID int64) {
 		providerJSON(c, providerAccount(a))
 		return
 	}
-	body, err := h.svc.CreateAccount(c.Request.Context(), caller, in, encodeProviderAccount)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	providerRaw(c, body)
+	createOnce(c, h.idem, "account", fingerprintOf("account", in),
+		func(ctx context.Context, caller app.Caller) (query.AccountView, error) {
+			return h.api.Accounts.Create(ctx, caller, in)
+		}, encodeProviderAccount)
 }
 
 // readProviderAccount reads the account fields of a body (spec §2.1).
 // Spec §2.1 notes that the descriptive text once calls the switch "enable":
 // it is accepted when "enabled" is absent.
-func readProviderAccount(obj *wire.Object) service.AccountInput {
-	in := service.AccountInput{
+func readProviderAccount(obj *wire.Object) command.AccountInput {
+	in := command.AccountInput{
 		Enabled:                obj.Bool("enabled"),
 		Login:                  obj.String("login"),
 		PinMD5:                 obj.String("pin_md5"),
@@ -153,7 +154,7 @@ func (h *providerHandlers) deleteAccount(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	a, err := h.svc.DeleteAccount(c.Request.Context(), callerOf(c), id)
+	a, err := h.api.Accounts.Delete(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -169,7 +170,7 @@ func (h *providerHandlers) accountHistory(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	entries, err := h.svc.AccountHistory(c.Request.Context(), callerOf(c), id)
+	entries, err := h.api.AccountReads.History(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return

@@ -1,43 +1,13 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
-	"tvsm/eventstore"
 	"tvsm/httpapi/wire"
-	"tvsm/internal/service"
 	"tvsm/projections/readmodel"
 )
-
-// ProviderService is what the Provider API (/api/provider) needs:
-// *service.Service implements it. Every method checks the caller's provider
-// scope (service.ErrForbidden) and answers writes only once the read model
-// shows them.
-type ProviderService interface {
-	ListAccounts(ctx context.Context, c service.Caller, q readmodel.AccountQuery) (readmodel.List[service.AccountView], error)
-	Account(ctx context.Context, c service.Caller, id int64) (service.AccountView, error)
-	// CreateAccount answers with encode's rendering of the new account;
-	// under an Idempotency-Key a retry gets the recorded rendering.
-	CreateAccount(ctx context.Context, c service.Caller, in service.AccountInput, encode service.BodyEncoder[service.AccountView]) ([]byte, error)
-	UpdateAccount(ctx context.Context, c service.Caller, id int64, in service.AccountInput) (service.AccountView, error)
-	DeleteAccount(ctx context.Context, c service.Caller, id int64) (service.AccountView, error)
-	AccountHistory(ctx context.Context, c service.Caller, id int64) ([]service.HistoryEntry, error)
-
-	ListSubscriptions(ctx context.Context, c service.Caller, q readmodel.SubscriptionQuery) (readmodel.List[readmodel.Subscription], error)
-	Subscription(ctx context.Context, c service.Caller, id int64) (readmodel.Subscription, error)
-	CreateSubscription(ctx context.Context, c service.Caller, in service.SubscriptionInput, encode service.BodyEncoder[readmodel.Subscription]) ([]byte, error)
-	UpdateSubscription(ctx context.Context, c service.Caller, id int64, in service.SubscriptionInput) (readmodel.Subscription, error)
-	DeleteSubscription(ctx context.Context, c service.Caller, id int64) (readmodel.Subscription, error)
-
-	ListDevices(ctx context.Context, c service.Caller, q readmodel.DeviceQuery) (readmodel.List[readmodel.Device], error)
-	Device(ctx context.Context, c service.Caller, id int64) (readmodel.Device, error)
-	UnbindDevice(ctx context.Context, c service.Caller, id int64) (readmodel.Device, error)
-
-	Changes(ctx context.Context, c service.Caller, after eventstore.Position, limit int) (service.ChangePage, error)
-}
 
 // mountProvider adds the Provider API's routes to g (/api/provider, behind
 // Basic authentication).
@@ -55,11 +25,14 @@ type ProviderService interface {
 //	GET    /devices/{id}               one device
 //	DELETE /devices/{id}               unbind
 //	GET    /changes?after=&limit=      change feed
-func mountProvider(g *gin.RouterGroup, svc ProviderService) {
-	if svc == nil {
+//
+// POST /commands/send/{recipients} and GET /commands/{send_id} are added
+// too (mountCommands).
+func mountProvider(g *gin.RouterGroup, api ProviderAPI, idem Idempotency) {
+	if api.AccountReads == nil {
 		return
 	}
-	h := &providerHandlers{svc: svc}
+	h := &providerHandlers{api: api, idem: idem}
 	g.GET("/accounts", h.listAccounts)
 	g.POST("/accounts", h.postAccount)
 	g.GET("/accounts/:id", h.getAccount)
@@ -80,11 +53,13 @@ func mountProvider(g *gin.RouterGroup, svc ProviderService) {
 	g.DELETE("/devices/:id", h.deleteDevice)
 
 	g.GET("/changes", h.changes)
+	mountCommands(g, api.Sends, api.Receipts, idem)
 }
 
 // providerHandlers are the Provider API's handlers.
 type providerHandlers struct {
-	svc ProviderService
+	api  ProviderAPI
+	idem Idempotency
 }
 
 // providerPathID parses the {id} of a route: 400 naming id when it is not

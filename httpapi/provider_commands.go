@@ -15,38 +15,33 @@ import (
 
 	"tvsm/domain"
 	"tvsm/httpapi/wire"
-	"tvsm/internal/service"
+	"tvsm/internal/app"
+	"tvsm/internal/app/command"
+	"tvsm/internal/app/query"
 )
 
-// CommandService is what the command routes need: *service.Service
-// implements it.
-type CommandService interface {
-	// SendCommands records a send and answers with encode's rendering of
-	// its id; under an Idempotency-Key a retry gets the recorded rendering.
-	SendCommands(ctx context.Context, c service.Caller, in service.SendInput, encode service.BodyEncoder[int64]) ([]byte, error)
-	CommandReceipts(ctx context.Context, c service.Caller, sendID int64) (service.SendView, error)
-}
-
-// MountCommands adds the Provider API's command routes to g, the
+// mountCommands adds the Provider API's command routes to g, the
 // /api/provider group behind Basic authentication:
 //
 //	POST /commands/send/{providers|accounts|devices}?broadcast=false   {"ids":[...],"commands":[...]} → {"response":true,"send_id":N}
 //	GET  /commands/{send_id}                                           the send and its per-device receipts
-func MountCommands(g gin.IRoutes, svc CommandService) {
-	if svc == nil {
+func mountCommands(g gin.IRoutes, sends Sender, receipts ReceiptReader, idem Idempotency) {
+	if sends == nil || receipts == nil {
 		return
 	}
-	h := &commandHandlers{svc: svc}
+	h := &commandHandlers{sends: sends, receipts: receipts, idem: idem}
 	g.POST("/commands/send/:recipients", h.send)
-	g.GET("/commands/:id", h.receipts)
+	g.GET("/commands/:id", h.receiptsOf)
 }
 
 type commandHandlers struct {
-	svc CommandService
+	sends    Sender
+	receipts ReceiptReader
+	idem     Idempotency
 }
 
-// sendResponseJSON is the answer to a send: spec §7's {"response": true},
-// plus the id that names the send for its receipts (DESIGN.md §3).
+// sendResponseJSON is the answer to a send: {"response": true}, as TVIP's
+// API answers, plus the id that names the send for its receipts.
 type sendResponseJSON struct {
 	Response bool  `json:"response"`
 	SendID   int64 `json:"send_id"`
@@ -73,12 +68,13 @@ func (h *commandHandlers) send(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	resp, err := h.svc.SendCommands(c.Request.Context(), callerOf(c), in, encodeSendResponse)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	providerRaw(c, resp)
+	createOnce(c, h.idem, command.SendIDKind,
+		func() ([]byte, error) {
+			b, err := json.Marshal(in)
+			return append([]byte("send "), b...), err
+		},
+		func(ctx context.Context, caller app.Caller) (int64, error) { return h.sends.Send(ctx, caller, in) },
+		encodeSendResponse)
 }
 
 // teeBody is a request body read through a tee, closed as the original.
@@ -89,7 +85,7 @@ type teeBody struct {
 
 // readSendQuery reads the path's recipients and the broadcast parameter
 // (absent or empty: false), recording their problems with the body's.
-func readSendQuery(c *gin.Context, obj *wire.Object, in *service.SendInput) {
+func readSendQuery(c *gin.Context, obj *wire.Object, in *command.SendInput) {
 	r, err := domain.ParseRecipients(c.Param("recipients"))
 	if err != nil {
 		obj.Fail("recipients", err.Error())
@@ -106,10 +102,10 @@ func readSendQuery(c *gin.Context, obj *wire.Object, in *service.SendInput) {
 
 // decodeSendBody decodes a send's body as the handler does, for tests and
 // fuzzing: the input of the service, or the error answered with 400.
-func decodeSendBody(data []byte) (service.SendInput, error) {
+func decodeSendBody(data []byte) (command.SendInput, error) {
 	obj, err := wire.DecodeObject(data, wire.DecodeOptions{})
 	if err != nil {
-		return service.SendInput{}, err
+		return command.SendInput{}, err
 	}
 	in := readSend(obj, data)
 	return in, obj.Err()
@@ -118,8 +114,8 @@ func decodeSendBody(data []byte) (service.SendInput, error) {
 // readSend reads ids and commands from a send's body; data is the body's
 // bytes, from which each command object is kept as sent. Problems are
 // recorded in obj under their wire names (ids[3], commands[1].ttl).
-func readSend(obj *wire.Object, data []byte) service.SendInput {
-	var in service.SendInput
+func readSend(obj *wire.Object, data []byte) command.SendInput {
+	var in command.SendInput
 	in.IDs = readSendIDs(obj)
 	list, ok := obj.ObjectList("commands").Get()
 	if !ok {
@@ -267,7 +263,7 @@ func commandTTL(o wire.Optional[int64]) time.Time {
 }
 
 // receipts answers GET /commands/{id}, the id being a send_id.
-func (h *commandHandlers) receipts(c *gin.Context) {
+func (h *commandHandlers) receiptsOf(c *gin.Context) {
 	id, err := providerPathID(c)
 	if err != nil {
 		WriteError(c, err)
@@ -278,7 +274,7 @@ func (h *commandHandlers) receipts(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	v, err := h.svc.CommandReceipts(c.Request.Context(), callerOf(c), id)
+	v, err := h.receipts.Receipts(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -333,7 +329,7 @@ type receiptJSON struct {
 	Confirmed wire.DateTime `json:"confirmed"`
 }
 
-func sendView(v service.SendView) sendViewJSON {
+func sendView(v query.SendView) sendViewJSON {
 	out := sendViewJSON{
 		SendID:     v.SendID,
 		Recipients: string(v.Recipients),
@@ -350,7 +346,7 @@ func sendView(v service.SendView) sendViewJSON {
 	return out
 }
 
-func commandView(c service.CommandView) commandViewJSON {
+func commandView(c query.CommandView) commandViewJSON {
 	out := commandViewJSON{
 		Index:    c.Index,
 		Command:  c.Command.Object,

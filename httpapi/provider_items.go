@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"context"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"tvsm/httpapi/wire"
-	"tvsm/internal/service"
+	"tvsm/internal/app"
+	"tvsm/internal/app/command"
+	"tvsm/internal/app/query"
 	"tvsm/projections/readmodel"
 )
 
@@ -38,7 +41,7 @@ func (h *providerHandlers) listSubscriptions(c *gin.Context) {
 		WriteError(c, ValidationFailed(bad))
 		return
 	}
-	l, err := h.svc.ListSubscriptions(c.Request.Context(), callerOf(c), sq)
+	l, err := h.api.SubscriptionReads.List(c.Request.Context(), callerOf(c), sq)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -58,7 +61,7 @@ func (h *providerHandlers) getSubscription(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	s, err := h.svc.Subscription(c.Request.Context(), callerOf(c), id)
+	s, err := h.api.SubscriptionReads.Get(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -88,7 +91,7 @@ func (h *providerHandlers) writeSubscription(c *gin.Context, pathID int64) {
 		return
 	}
 	id, update := providerBodyID(obj, pathID)
-	in := service.SubscriptionInput{
+	in := command.SubscriptionInput{
 		Account: obj.Int64("account"),
 		Tariff:  obj.Int64("tarif"),
 		Start:   obj.DateTime("start"),
@@ -101,9 +104,8 @@ func (h *providerHandlers) writeSubscription(c *gin.Context, pathID int64) {
 		WriteError(c, err)
 		return
 	}
-	caller := callerOf(c)
 	if update {
-		s, err := h.svc.UpdateSubscription(c.Request.Context(), caller, id, in)
+		s, err := h.api.Subscriptions.Update(c.Request.Context(), callerOf(c), id, in)
 		if err != nil {
 			WriteError(c, err)
 			return
@@ -111,12 +113,10 @@ func (h *providerHandlers) writeSubscription(c *gin.Context, pathID int64) {
 		providerJSON(c, providerSubscription(s))
 		return
 	}
-	body, err := h.svc.CreateSubscription(c.Request.Context(), caller, in, encodeProviderSubscription)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	providerRaw(c, body)
+	createOnce(c, h.idem, "subscription", fingerprintOf("subscription", in),
+		func(ctx context.Context, caller app.Caller) (readmodel.Subscription, error) {
+			return h.api.Subscriptions.Create(ctx, caller, in)
+		}, encodeProviderSubscription)
 }
 
 func (h *providerHandlers) deleteSubscription(c *gin.Context) {
@@ -125,7 +125,7 @@ func (h *providerHandlers) deleteSubscription(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	s, err := h.svc.DeleteSubscription(c.Request.Context(), callerOf(c), id)
+	s, err := h.api.Subscriptions.Delete(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -160,7 +160,7 @@ func (h *providerHandlers) listDevices(c *gin.Context) {
 		WriteError(c, ValidationFailed(bad))
 		return
 	}
-	l, err := h.svc.ListDevices(c.Request.Context(), callerOf(c), dq)
+	l, err := h.api.DeviceReads.List(c.Request.Context(), callerOf(c), dq)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -180,7 +180,7 @@ func (h *providerHandlers) getDevice(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	d, err := h.svc.Device(c.Request.Context(), callerOf(c), id)
+	d, err := h.api.DeviceReads.Get(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -195,7 +195,7 @@ func (h *providerHandlers) deleteDevice(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	d, err := h.svc.UnbindDevice(c.Request.Context(), callerOf(c), id)
+	d, err := h.api.Devices.Unbind(c.Request.Context(), callerOf(c), id)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -217,19 +217,19 @@ func (h *providerHandlers) changes(c *gin.Context) {
 	if err != nil {
 		bad["after"] = err.Error()
 	}
-	limit := 0 // the service's default
+	limit := 0 // the feed's default
 	if v := c.Query("limit"); strings.TrimSpace(v) != "" {
 		if n, err := wire.ParseInt(v); err != nil {
 			bad["limit"] = err.Error()
 		} else {
-			limit = int(max(min(n, service.MaxChangesLimit), 0))
+			limit = int(max(min(n, query.MaxChangesLimit), 0))
 		}
 	}
 	if len(bad) > 0 {
 		WriteError(c, ValidationFailed(bad))
 		return
 	}
-	page, err := h.svc.Changes(c.Request.Context(), callerOf(c), after, limit)
+	page, err := h.api.Changes.After(c.Request.Context(), callerOf(c), after, limit)
 	if err != nil {
 		WriteError(c, err)
 		return

@@ -10,7 +10,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/httpapi/wire"
-	"tvsm/internal/service"
+	"tvsm/internal/app/query"
 	"tvsm/projections/readmodel"
 )
 
@@ -40,7 +40,7 @@ type providerAccountJSON struct {
 	ServicesAvailable      bool          `json:"services_available"`
 }
 
-func providerAccount(v service.AccountView) providerAccountJSON {
+func providerAccount(v query.AccountView) providerAccountJSON {
 	a := v.Account
 	return providerAccountJSON{
 		ID:                     a.ID,
@@ -59,7 +59,7 @@ func providerAccount(v service.AccountView) providerAccountJSON {
 	}
 }
 
-func encodeProviderAccount(v service.AccountView) ([]byte, error) {
+func encodeProviderAccount(v query.AccountView) ([]byte, error) {
 	return providerAccount(v).appendJSON(make([]byte, 0, 512)), nil
 }
 
@@ -188,7 +188,7 @@ type providerChangeJSON struct {
 	Secret bool   `json:"secret,omitempty"`
 }
 
-func providerHistory(e service.HistoryEntry) providerHistoryJSON {
+func providerHistory(e query.HistoryEntry) providerHistoryJSON {
 	v := providerHistoryJSON{
 		Revision:  e.Revision,
 		Type:      e.Type,
@@ -230,7 +230,7 @@ type providerFeedJSON struct {
 	Time     wire.DateTime `json:"time"`
 }
 
-func providerFeedEntry(ch service.Change) providerFeedJSON {
+func providerFeedEntry(ch query.Change) providerFeedJSON {
 	return providerFeedJSON{
 		Position: FormatPosition(ch.Position),
 		Entity:   ch.Entity,

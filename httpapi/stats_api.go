@@ -16,15 +16,16 @@ import (
 
 	"tvsm/httpapi/statsdoc"
 	"tvsm/httpapi/wire"
+	"tvsm/internal/app/query"
 	"tvsm/projections/stats"
 )
 
 // StatsService is what the Statistics API (/api/stats) needs:
-// *stats.Service implements it.
+// *query.Statistics implements it.
 type StatsService interface {
-	Subscriptions(ctx context.Context, q stats.Query, w stats.SubscriptionWriter) error
-	Devices(ctx context.Context, q stats.Query) ([]stats.ProviderDevices, error)
-	Accounts(ctx context.Context, q stats.Query, w stats.AccountWriter) error
+	Subscriptions(ctx context.Context, q query.StatsQuery, w query.SubscriptionWriter) error
+	Devices(ctx context.Context, q query.StatsQuery) ([]query.ProviderDevices, error)
+	Accounts(ctx context.Context, q query.StatsQuery, w query.AccountWriter) error
 }
 
 // StatsWriteTimeout is how long a statistics answer may take to write: an
@@ -64,11 +65,11 @@ func MountStats(g *gin.RouterGroup, svc StatsService, auth ...gin.HandlerFunc) e
 type statsHandlers struct{ svc StatsService }
 
 // ParseStatsQuery parses the Statistics API's query parameters: from and
-// to (required dates YYYY-MM-DD, from <= to, at most stats.MaxRangeDays
+// to (required dates YYYY-MM-DD, from <= to, at most query.MaxRangeDays
 // days) and provider_id (optional, positive). Bad input gives a 400
 // naming each bad parameter.
-func ParseStatsQuery(values url.Values) (stats.Query, error) {
-	var q stats.Query
+func ParseStatsQuery(values url.Values) (query.StatsQuery, error) {
+	var q query.StatsQuery
 	bad := map[string]string{}
 	for _, p := range []struct {
 		name string
@@ -95,17 +96,17 @@ func ParseStatsQuery(values url.Values) (stats.Query, error) {
 	}
 	if len(bad) == 0 {
 		if err := q.Validate(); err != nil {
-			return stats.Query{}, err
+			return query.StatsQuery{}, err
 		}
 		return q, nil
 	}
-	return stats.Query{}, ValidationFailed(bad)
+	return query.StatsQuery{}, ValidationFailed(bad)
 }
 
 // statsQuery parses the request and applies the admin's scope: a
 // provider-scoped admin asking for another provider gets a 403, and one
 // asking for none gets its own.
-func statsQuery(c *gin.Context) (stats.Query, error) {
+func statsQuery(c *gin.Context) (query.StatsQuery, error) {
 	q, err := ParseStatsQuery(c.Request.URL.Query())
 	if err != nil {
 		return q, err
@@ -157,7 +158,7 @@ func (h *statsHandlers) subscription(c *gin.Context) {
 }
 
 // subscriptionStream writes the subscription statistic as the service
-// yields it (stats.SubscriptionWriter).
+// yields it (query.SubscriptionWriter).
 type subscriptionStream struct {
 	*statsStream
 	days, tariffs int
@@ -250,7 +251,7 @@ type statsStream struct {
 const statsFlushBytes = 32 << 10
 
 // newStatsStream starts the envelope {"from":..,"to":..,"provider_stat":[.
-func newStatsStream(c *gin.Context, q stats.Query) *statsStream {
+func newStatsStream(c *gin.Context, q query.StatsQuery) *statsStream {
 	extendWriteDeadline(c)
 	w := &statsStream{c: c, buf: make([]byte, 0, statsFlushBytes+4<<10)}
 	w.buf = append(append(w.buf, `{"from":"`...), q.From.String()...)
@@ -349,7 +350,7 @@ func jsonString(s string) []byte {
 }
 
 // accountStream writes the account statistic as the service yields it
-// (stats.AccountWriter).
+// (query.AccountWriter).
 type accountStream struct {
 	*statsStream
 	accounts int
@@ -361,7 +362,7 @@ func (w *accountStream) BeginProvider(provider int64) error {
 	return nil
 }
 
-func (w *accountStream) Account(a stats.AccountStat) error {
+func (w *accountStream) Account(a query.AccountStat) error {
 	w.comma(w.accounts)
 	w.accounts++
 	w.buf = strconv.AppendInt(append(w.buf, `{"account_id":`...), a.Account, 10)
@@ -377,7 +378,7 @@ func (w *accountStream) Account(a stats.AccountStat) error {
 	return w.maybeFlush()
 }
 
-func (w *accountStream) EndProvider(channels []stats.ChannelInfo, categories []stats.CategoryInfo) error {
+func (w *accountStream) EndProvider(channels []query.ChannelInfo, categories []query.CategoryInfo) error {
 	w.buf = append(w.buf, `],"channels":[`...)
 	for i, ch := range channels {
 		w.comma(i)

@@ -19,6 +19,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/httpapi"
+	"tvsm/internal/app/query"
 	"tvsm/projections"
 	"tvsm/projections/readmodel"
 	"tvsm/projections/stats"
@@ -47,7 +48,7 @@ func stStart(t testing.TB) *stEnv { return stStartClosed(t, nil) }
 
 // stStartClosed starts the API with closed telling the closed days (nil:
 // the projector).
-func stStartClosed(t testing.TB, closed stats.ClosedDays) *stEnv {
+func stStartClosed(t testing.TB, closed query.ClosedDays) *stEnv {
 	t.Helper()
 	reg := domain.NewRegistry()
 	domain.RegisterEvents(reg)
@@ -65,7 +66,7 @@ func stStartClosed(t testing.TB, closed stats.ClosedDays) *stEnv {
 	if closed == nil {
 		closed = e.proj
 	}
-	svc := stats.NewService(facts, stats.ReadModelCatalog{Model: e.model}, closed)
+	svc := query.NewStatistics(facts, query.ReadModelCatalog{Model: e.model}, closed)
 
 	hash, err := bcrypt.GenerateFromPassword([]byte(stPassword), bcrypt.MinCost)
 	if err != nil {
@@ -451,7 +452,7 @@ func FuzzParseStatsQuery(f *testing.F) {
 			}
 			return
 		}
-		if q.From > q.To || int(q.To-q.From) >= stats.MaxRangeDays || q.Provider < 0 {
+		if q.From > q.To || int(q.To-q.From) >= query.MaxRangeDays || q.Provider < 0 {
 			t.Fatalf("%q: accepted %+v", raw, q)
 		}
 	})
@@ -462,7 +463,7 @@ func FuzzParseStatsQuery(f *testing.F) {
 // that reads the same rows (the ratio is what the API adds).
 func BenchmarkStatsSubscription3Years(b *testing.B) {
 	to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	e := stStartClosed(b, stats.Yesterday{Clock: func() time.Time { return to.AddDate(0, 0, 1) }})
+	e := stStartClosed(b, query.Yesterday{Clock: func() time.Time { return to.AddDate(0, 0, 1) }})
 	events := []domain.Event{domain.ProviderCreated{ProviderID: 1, Name: "One", Enabled: true}}
 	for t := int64(1); t <= 100; t++ {
 		events = append(events, domain.TariffCreated{TariffID: t, Provider: 1, Name: "Tariff " + strconv.FormatInt(t, 10), Enabled: true, Channels: []int64{}})
@@ -500,7 +501,7 @@ func BenchmarkStatsSubscription3Years(b *testing.B) {
 // 5,000 accounts watching 200 channels beside the bare fact store query.
 func BenchmarkStatsAccount30Days(b *testing.B) {
 	to := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	e := stStartClosed(b, stats.Yesterday{Clock: func() time.Time { return to.AddDate(0, 0, 1) }})
+	e := stStartClosed(b, query.Yesterday{Clock: func() time.Time { return to.AddDate(0, 0, 1) }})
 	e.at("2026-01-01 00:00:00", domain.ProviderCreated{ProviderID: 1, Name: "One", Enabled: true})
 	r := stats.Range{From: stats.DayOf(to, time.UTC) - 29, To: stats.DayOf(to, time.UTC), Provider: 1}
 	ctx := context.Background()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"tvsm/eventstore"
 	"tvsm/eventstore/record"
@@ -60,6 +61,7 @@ func (n eventNaming) keyedID(i int) eventstore.EventID {
 // naming decides the naming of a command on stream.
 func naming(ctx context.Context, stream string, cmd any, meta RequestMeta) eventNaming {
 	if sc := scopeFrom(ctx); sc != nil {
+		sc.wrote.Store(true)
 		fp := fingerprint(cmd)
 		ord := sc.next(stream + "|" + fp)
 		return eventNaming{
@@ -68,6 +70,12 @@ func naming(ctx context.Context, stream string, cmd any, meta RequestMeta) event
 			name:       fmt.Sprintf("idem|%s|%s|%s|%d", sc.key, stream, fp, ord),
 		}
 	}
+	return requestNaming(stream, cmd, meta)
+}
+
+// requestNaming is the naming of a command outside an idempotent request's
+// work: by RequestMeta.IdempotencyKey, or per call.
+func requestNaming(stream string, cmd any, meta RequestMeta) eventNaming {
 	if meta.IdempotencyKey != "" {
 		return eventNaming{
 			keyed:      true,
@@ -93,11 +101,15 @@ func fingerprint(cmd any) string {
 }
 
 // idemScope is what Executor.Idempotent attaches to the context of the
-// work it runs: the request's key (with generation) and how many commands
-// with a given stream and fingerprint have been executed in this attempt.
+// work it runs: the request's key (with generation), its pinned ids, how
+// many commands with a given stream and fingerprint have been executed in
+// this attempt, and whether the attempt wrote anything (took an id or ran
+// a command) yet.
 type idemScope struct {
 	key        string
 	recovering bool
+	pins       *pins // the ids the request uses (Executor.NewID)
+	wrote      atomic.Bool
 
 	mu     sync.Mutex
 	counts map[string]int

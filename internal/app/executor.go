@@ -121,6 +121,14 @@ func New(store eventstore.Store, reg *domain.Registry, opts Options) (*Executor,
 // Store returns the event store the executor writes to.
 func (x *Executor) Store() eventstore.Store { return x.rec.Store }
 
+// Registry returns the registry the executor encodes and decodes events with.
+func (x *Executor) Registry() *domain.Registry { return x.rec.Registry }
+
+// Log returns the executor's store and registry with its retry policy, for
+// events that no decision makes (a device's viewing report) and for
+// reading streams back.
+func (x *Executor) Log() record.Log { return x.rec }
+
 // now returns the command time: UTC, no monotonic reading.
 func (x *Executor) now() time.Time { return x.opts.Clock().UTC().Round(0) }
 

@@ -32,11 +32,12 @@ type IdempotentRequest struct {
 }
 
 // IdempotentFunc does the work of a request. It must do all its writes
-// through Execute with the ctx it is given and take every new id from pins,
-// so that a retry of an interrupted attempt finds what was already done.
-// A response it returns (any status) is recorded and replayed to retries;
-// an error is not recorded, and the next retry redoes the work.
-type IdempotentFunc func(ctx context.Context, pins *Pins) (status int, body []byte, err error)
+// through Execute with the ctx it is given and take every new id from
+// Executor.NewID with that ctx, so that a retry of an interrupted attempt
+// finds what was already done. A response it returns (any status) is
+// recorded and replayed to retries; an error is not recorded, and the next
+// retry redoes the work.
+type IdempotentFunc func(ctx context.Context) (status int, body []byte, err error)
 
 // IdempotencyStream returns the stream of the idempotency record of key in
 // scope: "idem-" and the hex SHA-256 of scope, a NUL byte and key.
@@ -65,7 +66,7 @@ func idemHash(scope, key string) string {
 // and the event id scheme.
 func (x *Executor) Idempotent(ctx context.Context, req IdempotentRequest, do IdempotentFunc) (int, []byte, error) {
 	if req.Key == "" {
-		return do(ctx, &Pins{x: x})
+		return do(ctx)
 	}
 	stream := IdempotencyStream(req.Scope, req.Key)
 	if err := validIdempotencyKey(req.Key); err != nil {
@@ -88,16 +89,19 @@ func (x *Executor) Idempotent(ctx context.Context, req IdempotentRequest, do Ide
 		key:        stream[len("idem-"):] + "|" + strconv.Itoa(started.Generation),
 		recovering: started.Attempt > 1,
 	}
-	pins := &Pins{x: x, stream: stream, generation: started.Generation, meta: req.Meta, pinned: res.State.Pins}
+	scope.pins = &pins{x: x, stream: stream, generation: started.Generation, meta: req.Meta, pinned: res.State.Pins}
 	work, cancel := context.WithTimeout(withScope(ctx, scope), x.opts.IdempotencyLease)
-	status, body, derr := do(work, pins)
+	status, body, derr := do(work)
 	cancel()
 
 	rec, rcancel := context.WithTimeout(context.WithoutCancel(book), recordTimeout)
 	defer rcancel()
 	if derr != nil {
-		// Best effort: without it the next retry waits for the lease.
-		_, _ = Execute(rec, x, stream, idemDecider, idemCmd{Op: idemFail, Generation: started.Generation, Attempt: started.Attempt, Error: derr.Error()}, req.Meta)
+		// Best effort: without it the next retry waits for the lease. An
+		// attempt refused before it wrote anything (a bad field) leaves the
+		// key unused, so the corrected request may use it.
+		_, _ = Execute(rec, x, stream, idemDecider, idemCmd{Op: idemFail, Generation: started.Generation, Attempt: started.Attempt,
+			Error: derr.Error(), Unused: !scope.wrote.Load()}, req.Meta)
 		return 0, nil, derr
 	}
 	res, err = Execute(rec, x, stream, idemDecider, idemCmd{Op: idemRecord, Generation: started.Generation, Status: status, Body: body}, req.Meta)
@@ -121,15 +125,25 @@ func validIdempotencyKey(key string) error {
 	return nil
 }
 
-// Pins hands out the new integer ids an idempotent request uses, the same
-// ones on every retry: the n-th ID call for a kind returns the n-th id
-// pinned for it, allocating and recording (appending IdempotencyIDPinned,
-// before returning it) the ids no earlier attempt got to. Outside a keyed
-// request it just allocates. Safe for concurrent use, though the order of
-// concurrent calls for one kind decides which call gets which id.
-type Pins struct {
+// NewID returns a new id of kind (see IDAllocator). Within the work of an
+// idempotent request (the ctx Idempotent gives it) it returns the request's
+// next id of kind, the same one on every retry: the n-th call for a kind
+// returns the n-th id pinned for it, allocating and recording (appending
+// IdempotencyIDPinned, before returning it) the ids no earlier attempt got
+// to. The order of concurrent calls for one kind decides which gets which.
+func (x *Executor) NewID(ctx context.Context, kind string) (int64, error) {
+	if sc := scopeFrom(ctx); sc != nil {
+		sc.wrote.Store(true)
+		return sc.pins.id(ctx, kind)
+	}
+	return x.NextID(ctx, kind)
+}
+
+// pins are the ids an idempotent request has used, recorded in its
+// idempotency stream so that every retry uses the same ones.
+type pins struct {
 	x          *Executor
-	stream     string // "" when the request has no key
+	stream     string
 	generation int
 	meta       RequestMeta
 
@@ -138,11 +152,8 @@ type Pins struct {
 	used   map[string]int
 }
 
-// ID returns the request's next id of kind.
-func (p *Pins) ID(ctx context.Context, kind string) (int64, error) {
-	if p.stream == "" {
-		return p.x.NextID(ctx, kind)
-	}
+// id returns the request's next id of kind.
+func (p *pins) id(ctx context.Context, kind string) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.used == nil {

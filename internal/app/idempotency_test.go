@@ -21,7 +21,7 @@ type signup struct {
 	fail  func(step string) error
 }
 
-func (s *signup) do(ctx context.Context, pins *Pins) (int, []byte, error) {
+func (s *signup) do(ctx context.Context) (int, []byte, error) {
 	s.calls.Add(1)
 	m := meta("signup-" + s.name)
 	step := func(name string) error {
@@ -30,7 +30,7 @@ func (s *signup) do(ctx context.Context, pins *Pins) (int, []byte, error) {
 		}
 		return nil
 	}
-	id, err := pins.ID(ctx, "counter")
+	id, err := s.x.NewID(ctx, "counter")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -115,7 +115,7 @@ func TestIdempotentConcurrentRetryIsInProgress(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := x.Idempotent(e.ctx, request("k1", "b"), func(context.Context, *Pins) (int, []byte, error) {
+		_, _, err := x.Idempotent(e.ctx, request("k1", "b"), func(context.Context) (int, []byte, error) {
 			close(started)
 			<-release
 			return 200, []byte("first"), nil
@@ -123,7 +123,7 @@ func TestIdempotentConcurrentRetryIsInProgress(t *testing.T) {
 		done <- err
 	}()
 	<-started
-	_, _, err := x.Idempotent(e.ctx, request("k1", "b"), func(context.Context, *Pins) (int, []byte, error) {
+	_, _, err := x.Idempotent(e.ctx, request("k1", "b"), func(context.Context) (int, []byte, error) {
 		return 200, []byte("second"), nil
 	})
 	if !errors.Is(err, ErrIdempotencyInProgress) {
@@ -229,9 +229,9 @@ func TestIdempotentKeyExpires(t *testing.T) {
 	e := newEnv(t)
 	x := e.executor(nil, Options{IdempotencyTTL: time.Hour})
 	n := 0
-	do := func(ctx context.Context, pins *Pins) (int, []byte, error) {
+	do := func(ctx context.Context) (int, []byte, error) {
 		n++
-		id, err := pins.ID(ctx, "counter")
+		id, err := x.NewID(ctx, "counter")
 		return 200, fmt.Appendf(nil, "%d", id), err
 	}
 	_, b1, _ := x.Idempotent(e.ctx, request("k1", "b"), do)
@@ -248,8 +248,8 @@ func TestIdempotentWithoutKeyRunsEveryTime(t *testing.T) {
 	x := e.executor(nil, Options{})
 	var got []string
 	for range 2 {
-		_, body, err := x.Idempotent(e.ctx, request("", "b"), func(ctx context.Context, pins *Pins) (int, []byte, error) {
-			id, err := pins.ID(ctx, "counter")
+		_, body, err := x.Idempotent(e.ctx, request("", "b"), func(ctx context.Context) (int, []byte, error) {
+			id, err := x.NewID(ctx, "counter")
 			return 200, fmt.Appendf(nil, "%d", id), err
 		})
 		if err != nil {
@@ -270,5 +270,38 @@ func TestIdempotentRejectsBadKey(t *testing.T) {
 		if _, _, err := x.Idempotent(e.ctx, request(key, "b"), nil); !errors.Is(err, ErrInvalidIdempotencyKey) {
 			t.Fatalf("key %q: err = %v", key, err)
 		}
+	}
+}
+
+// An attempt refused before it took an id or ran a command (a bad field)
+// leaves the key free: the corrected request, another body, runs under it.
+// Once an attempt has written, the key belongs to its request: another body
+// is a mismatch even after that attempt failed.
+func TestIdempotentKeyFreeAfterAnUnusedFailure(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	x := e.executor(nil, Options{})
+	bad := errors.New("pin_md5: must be 32 hexadecimal characters")
+	refuse := func(context.Context) (int, []byte, error) { return 0, nil, bad }
+	if _, _, err := x.Idempotent(e.ctx, request("k1", "bad body"), refuse); !errors.Is(err, bad) {
+		t.Fatalf("refused attempt: %v", err)
+	}
+	s := &signup{x: x, name: "ann"}
+	st, body, err := x.Idempotent(e.ctx, request("k1", "fixed body"), s.do)
+	if err != nil || st != 201 || s.calls.Load() != 1 {
+		t.Fatalf("corrected request under the same key: %d %s %v (%d runs)", st, body, err, s.calls.Load())
+	}
+	if st2, body2, err := x.Idempotent(e.ctx, request("k1", "fixed body"), s.do); err != nil || st2 != st || string(body2) != string(body) || s.calls.Load() != 1 {
+		t.Fatalf("retry of the corrected request: %d %s %v, want the recorded %s", st2, body2, err, body)
+	}
+
+	// An attempt that wrote, then failed: the key stays its request's.
+	boom := errors.New("boom")
+	wrote := &signup{x: x, name: "bob", fail: func(step string) error { return boom }}
+	if _, _, err := x.Idempotent(e.ctx, request("k2", "bob"), wrote.do); !errors.Is(err, boom) {
+		t.Fatalf("failed attempt: %v", err)
+	}
+	if _, _, err := x.Idempotent(e.ctx, request("k2", "another body"), s.do); !errors.Is(err, ErrIdempotencyMismatch) {
+		t.Fatalf("another body after a failed attempt that wrote: %v, want ErrIdempotencyMismatch", err)
 	}
 }

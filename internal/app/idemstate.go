@@ -59,11 +59,14 @@ func (IdempotencyRecorded) EventType() string { return IdempotencyRecordedType }
 
 // IdempotencyFailed records that an attempt ended with an error and no
 // response: the next retry may take over at once instead of waiting for the
-// lease to expire.
+// lease to expire. Unused says the attempt was refused before it took an id
+// or ran a command: it changed nothing, so the key is free for another
+// request (the client corrected a bad field).
 type IdempotencyFailed struct {
 	Generation int    `json:"generation"`
 	Attempt    int    `json:"attempt"`
 	Error      string `json:"error"`
+	Unused     bool   `json:"unused,omitempty"`
 }
 
 // EventType implements domain.Event.
@@ -77,6 +80,7 @@ type idemState struct {
 	Attempt    int
 	LeaseUntil time.Time
 	Failed     bool // the current attempt failed
+	Unused     bool // ... before it wrote anything
 	Pins       map[string][]int64
 	Done       bool
 	Status     int
@@ -108,6 +112,7 @@ type idemCmd struct {
 	Status     int
 	Body       []byte
 	Error      string
+	Unused     bool
 }
 
 var idemDecider = domain.Decider[idemState, idemCmd]{
@@ -123,7 +128,7 @@ func evolveIdem(s idemState, e domain.Event) idemState {
 			s = idemState{}
 		}
 		s.Started, s.Hash, s.Generation, s.Attempt = true, e.RequestHash, e.Generation, e.Attempt
-		s.LeaseUntil, s.Failed = e.LeaseUntil, false
+		s.LeaseUntil, s.Failed, s.Unused = e.LeaseUntil, false, false
 	case IdempotencyIDPinned:
 		if e.Generation == s.Generation && e.Index == len(s.Pins[e.Kind]) {
 			pins := maps.Clone(s.Pins) // Evolve is pure: never modify the input's map
@@ -139,7 +144,7 @@ func evolveIdem(s idemState, e domain.Event) idemState {
 		}
 	case IdempotencyFailed:
 		if e.Generation == s.Generation && e.Attempt == s.Attempt {
-			s.Failed = true
+			s.Failed, s.Unused = true, e.Unused
 		}
 	}
 	return s
@@ -151,8 +156,9 @@ func decideIdem(s idemState, c idemCmd, now time.Time) ([]domain.Event, error) {
 		start := IdempotencyStarted{Key: c.Key, Scope: c.Scope, RequestHash: c.Hash, LeaseUntil: now.Add(c.Lease)}
 		expired := s.Started && ((s.Done && !now.Before(s.DoneAt.Add(c.TTL))) ||
 			(!s.Done && !now.Before(s.LeaseUntil.Add(c.TTL))))
+		unused := s.Started && !s.Done && s.Failed && s.Unused
 		switch {
-		case !s.Started || expired:
+		case !s.Started || expired || (unused && s.Hash != c.Hash):
 			start.Generation, start.Attempt = s.Generation+1, 1
 			return []domain.Event{start}, nil
 		case s.Hash != c.Hash:
@@ -183,7 +189,7 @@ func decideIdem(s idemState, c idemCmd, now time.Time) ([]domain.Event, error) {
 		if c.Generation != s.Generation || c.Attempt != s.Attempt || s.Done || s.Failed {
 			return nil, nil
 		}
-		return []domain.Event{IdempotencyFailed{Generation: c.Generation, Attempt: c.Attempt, Error: c.Error}}, nil
+		return []domain.Event{IdempotencyFailed{Generation: c.Generation, Attempt: c.Attempt, Error: c.Error, Unused: c.Unused}}, nil
 	}
 	return nil, fmt.Errorf("unknown idempotency operation %d", c.Op)
 }

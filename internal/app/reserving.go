@@ -64,13 +64,13 @@ func ExecuteReserving[S, C any](ctx context.Context, x *Executor, nameStream, ow
 		return Result[S]{}, false, nil
 	}
 
-	owned, err := x.rec.Encode(events, meta.metadata(), naming(ctx, owner, cmd, meta).ids(eventstore.NoStream))
+	owned, err := x.rec.Encode(events, meta.metadata(), requestNaming(owner, cmd, meta).ids(eventstore.NoStream))
 	if err != nil {
 		return Result[S]{}, true, opError("encode", owner, err)
 	}
 	reservationExpect := revisionOf(held)
 	// Same request, same time: the reservation carries the owner's metadata.
-	taking, err := x.rec.EncodeLike(owned, take, naming(ctx, nameStream, reservationCmd{Take: true, Owner: owner}, meta).ids(reservationExpect))
+	taking, err := x.rec.EncodeLike(owned, take, requestNaming(nameStream, reservationCmd{Take: true, Owner: owner}, meta).ids(reservationExpect))
 	if err != nil {
 		return Result[S]{}, true, opError("encode", nameStream, err)
 	}

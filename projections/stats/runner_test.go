@@ -153,10 +153,3 @@ func TestSchedulerRunsOnItsOwn(t *testing.T) {
 		return ok && d == day("2026-03-01")
 	})
 }
-
-func TestYesterdayIsClosed(t *testing.T) {
-	y := stats.Yesterday{Location: time.FixedZone("UTC+3", 3*3600), Clock: func() time.Time { return ts("2026-03-01 22:00:00") }}
-	if d, ok := y.ClosedThrough(); !ok || d != day("2026-03-01") {
-		t.Errorf("at 01:00 on 2 March (UTC+3): closed through %v, %v; want 2026-03-01", d, ok)
-	}
-}

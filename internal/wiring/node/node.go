@@ -25,10 +25,11 @@ import (
 	"tvsm/internal/adapters/billing"
 	"tvsm/internal/adapters/devauth"
 	"tvsm/internal/app"
+	"tvsm/internal/app/command"
+	"tvsm/internal/app/query"
 	"tvsm/internal/platform/metrics"
 	"tvsm/internal/platform/schedule"
 	"tvsm/internal/platform/throttle"
-	"tvsm/internal/service"
 	"tvsm/projections"
 	"tvsm/projections/readmodel"
 	"tvsm/projections/stats"
@@ -101,18 +102,21 @@ type Node struct {
 	Executor *app.Executor
 	Model    *readmodel.Model
 	Runner   *projections.Runner
-	Service  *service.Service
+	// Commands and Queries are the application: every write and read of
+	// the Provider, Admin and Device APIs.
+	Commands *command.Commands
+	Queries  *query.Queries
 	Engine   *gin.Engine
 	// Hub holds the devices' websockets (GET /api/device/ws); Dispatcher
 	// delivers provider commands to them.
 	Hub        *wsgateway.Hub
 	Dispatcher *dispatch.Dispatcher
 	// Stats answers the Statistics API from the facts StatsRunner projects.
-	Stats       *stats.Service
+	Stats       *query.Statistics
 	StatsRunner *projections.Runner
 	// Auth checks admins' Basic credentials, throttled: routes mounted
 	// outside httpapi.Mount use httpapi.BasicAuth(n.Auth). Device routes use
-	// httpapi.DeviceAuth(n.Service).
+	// httpapi.DeviceAuth(n.Queries.Sessions).
 	Auth httpapi.Authenticator
 	// GeneratedPassword is the superadmin password Start generated, if any.
 	GeneratedPassword string
@@ -187,7 +191,7 @@ func (n *Node) steps() []step {
 		{"event registry", n.registerEvents},
 		{"read model", n.startReadModel},
 		{"executor", n.buildExecutor},
-		{"service", n.buildService},
+		{"application", n.buildApplication},
 		{"admin bootstrap", n.bootstrapAdmin},
 		{"statistics", n.startStats},
 		{"billing proxy", n.startBilling},
@@ -266,14 +270,22 @@ func (n *Node) buildExecutor(_ context.Context, opts Options) (err error) {
 	return err
 }
 
-// buildService builds the use cases on the executor and the read model.
-func (n *Node) buildService(ctx context.Context, opts Options) error {
+// buildApplication builds the queries on the read model and the commands
+// on the executor.
+func (n *Node) buildApplication(ctx context.Context, opts Options) error {
 	tokens, err := deviceTokens(ctx, n.Store, n.Registry, opts)
 	if err != nil {
 		return err
 	}
-	n.Service, err = service.New(service.Config{
-		Executor: n.Executor, Model: n.Model, Applied: n.Runner.Progress(), Store: n.Store, Registry: n.Registry,
+	n.Queries, err = query.New(query.Config{
+		Model: n.Model, Applied: n.Runner.Progress(), Store: n.Store, Registry: n.Registry,
+		ReadYourWritesTimeout: opts.ReadYourWritesTimeout, Clock: opts.Clock, DeviceTokens: tokens,
+	})
+	if err != nil {
+		return err
+	}
+	n.Commands, err = command.New(command.Config{
+		Executor: n.Executor, Model: n.Model, Applied: n.Runner.Progress(), Queries: n.Queries,
 		ReadYourWritesTimeout: opts.ReadYourWritesTimeout, BcryptCost: opts.BcryptCost, Logger: n.log, Clock: opts.Clock,
 		DeviceTokens: tokens,
 	})
@@ -282,7 +294,7 @@ func (n *Node) buildService(ctx context.Context, opts Options) error {
 
 // bootstrapAdmin creates the first superadmin when there is no admin yet.
 func (n *Node) bootstrapAdmin(ctx context.Context, opts Options) (err error) {
-	if n.GeneratedPassword, err = n.Service.Bootstrap(ctx, opts.AdminLogin, opts.AdminPassword); err != nil {
+	if n.GeneratedPassword, err = n.Commands.Admins.Bootstrap(ctx, opts.AdminLogin, opts.AdminPassword); err != nil {
 		return fmt.Errorf("admin bootstrap: %w", err)
 	}
 	return nil
@@ -295,14 +307,27 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 	n.Auth = httpapi.ThrottleLogins(
 		httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost}),
 		throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock)))
+	cmds, qs := n.Commands, n.Queries
 	httpapi.Mount(n.Engine, httpapi.API{
-		Auth:         n.Auth,
-		Admin:        n.Service,
-		Provider:     n.Service,
-		Device:       n.Service,
+		Auth:        n.Auth,
+		Idempotency: n.Executor,
+		Provider: httpapi.ProviderAPI{
+			Accounts: cmds.Accounts, AccountReads: qs.Accounts,
+			Subscriptions: cmds.Subscriptions, SubscriptionReads: qs.Subscriptions,
+			Devices: cmds.Devices, DeviceReads: qs.Devices,
+			Changes: qs.Changes,
+			Sends:   cmds.Sends, Receipts: qs.Sends,
+		},
+		Admin: httpapi.AdminAPI{
+			Providers: cmds.Providers, ProviderReads: qs.Providers,
+			Tariffs: cmds.Tariffs, TariffReads: qs.Tariffs,
+			Channels: cmds.Channels, ChannelReads: qs.Channels,
+			Categories: cmds.Categories, CategoryReads: qs.Categories,
+			Admins: cmds.Admins, AdminReads: qs.Admins,
+		},
+		Device:       httpapi.DeviceAPI{Writes: cmds.Devices, Sessions: qs.Sessions},
 		Sockets:      n.Hub,
 		DeviceLogins: throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock)),
-		Commands:     n.Service,
 		Billing:      n.billing,
 	})
 	return httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.BasicAuth(n.Auth))

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"tvsm/internal/app/query"
 	"tvsm/projections"
 	"tvsm/projections/stats"
 	"tvsm/projections/stats/embedded"
@@ -58,7 +59,7 @@ func (n *Node) startStats(ctx context.Context, opts Options) error {
 	n.cleanup.push(sched.Stop)
 	n.cleanup.push(goUntilStopped(ctx, func(ctx context.Context) { _ = runner.Run(ctx) }))
 	n.StatsRunner = runner
-	n.Stats = stats.NewService(facts, stats.ReadModelCatalog{Model: n.Model}, proj)
+	n.Stats = query.NewStatistics(facts, query.ReadModelCatalog{Model: n.Model}, proj)
 	return nil
 }
 

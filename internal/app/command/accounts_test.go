@@ -1,24 +1,24 @@
-package service_test
+package command_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/internal/app"
-	"tvsm/internal/service"
+	"tvsm/internal/app/command"
+	"tvsm/internal/app/query"
 	"tvsm/internal/testkit/nodetest"
 	"tvsm/internal/testkit/testutil"
 	"tvsm/projections/readmodel"
 )
 
-var root = service.Caller{Admin: nodetest.SuperLogin, RequestID: "test"}
-
-func encodeID(v service.AccountView) ([]byte, error) { return json.Marshal(v.ID) }
+var root = app.Caller{Admin: nodetest.SuperLogin, RequestID: "test"}
 
 // provider creates a provider with the domain command, as the Admin API
 // does, and waits until the read model shows it.
@@ -42,8 +42,8 @@ func provider(t *testing.T, env *nodetest.Env, name string) int64 {
 	return id
 }
 
-func accountInput(provider int64, login string) service.AccountInput {
-	return service.AccountInput{
+func accountInput(provider int64, login string) command.AccountInput {
+	return command.AccountInput{
 		Provider: domain.Some(provider),
 		Login:    domain.Some(login),
 		PinMD5:   domain.Some("0123456789abcdef0123456789abcdef"),
@@ -51,17 +51,13 @@ func accountInput(provider int64, login string) service.AccountInput {
 	}
 }
 
-func create(t *testing.T, svc *service.Service, c service.Caller, in service.AccountInput) int64 {
+func create(t *testing.T, cmds *command.Commands, c app.Caller, in command.AccountInput) int64 {
 	t.Helper()
-	body, err := svc.CreateAccount(context.Background(), c, in, encodeID)
+	v, err := cmds.Accounts.Create(context.Background(), c, in)
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	var id int64
-	if err := json.Unmarshal(body, &id); err != nil {
-		t.Fatal(err)
-	}
-	return id
+	return v.ID
 }
 
 func holder(t *testing.T, env *nodetest.Env, provider int64, login string) string {
@@ -75,16 +71,16 @@ func holder(t *testing.T, env *nodetest.Env, provider int64, login string) strin
 
 func TestLoginReservationFollowsTheAccount(t *testing.T) {
 	env := nodetest.Start(t)
-	svc := env.Node.Service
+	cmds := env.Node.Commands
 	ctx := context.Background()
 	p := provider(t, env, "Acme")
-	id := create(t, svc, root, accountInput(p, "anna"))
+	id := create(t, cmds, root, accountInput(p, "anna"))
 	owner := domain.AccountStream(id)
 	if h := holder(t, env, p, "anna"); h != owner {
 		t.Fatalf("holder of anna: %q, want %q", h, owner)
 	}
 
-	if _, err := svc.UpdateAccount(ctx, root, id, service.AccountInput{Login: domain.Some("anna2")}); err != nil {
+	if _, err := cmds.Accounts.Update(ctx, root, id, command.AccountInput{Login: domain.Some("anna2")}); err != nil {
 		t.Fatal(err)
 	}
 	if h := holder(t, env, p, "anna"); h != "" {
@@ -94,7 +90,7 @@ func TestLoginReservationFollowsTheAccount(t *testing.T) {
 		t.Fatalf("new login held by %q", h)
 	}
 	// A refused update gives the login it reserved back.
-	_, err := svc.UpdateAccount(ctx, root, id, service.AccountInput{Login: domain.Some("anna3"), Provider: domain.Some(p + 1)})
+	_, err := cmds.Accounts.Update(ctx, root, id, command.AccountInput{Login: domain.Some("anna3"), Provider: domain.Some(p + 1)})
 	var v *domain.ValidationError
 	if !errors.As(err, &v) || v.Fields["provider"] == "" {
 		t.Fatalf("provider change: %v", err)
@@ -103,7 +99,7 @@ func TestLoginReservationFollowsTheAccount(t *testing.T) {
 		t.Fatalf("refused update left anna3 held by %q", h)
 	}
 
-	if _, err := svc.DeleteAccount(ctx, root, id); err != nil {
+	if _, err := cmds.Accounts.Delete(ctx, root, id); err != nil {
 		t.Fatal(err)
 	}
 	if h := holder(t, env, p, "anna2"); h != "" {
@@ -114,7 +110,7 @@ func TestLoginReservationFollowsTheAccount(t *testing.T) {
 func TestCreateAccountTakesOverAnOrphanedReservation(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	env := nodetest.StartWith(t, nodetest.Options{Clock: clock.Now})
-	svc := env.Node.Service
+	cmds := env.Node.Commands
 	p := provider(t, env, "Acme")
 	// A node reserved the login for an account it never created (it
 	// crashed between the two appends).
@@ -124,41 +120,41 @@ func TestCreateAccountTakesOverAnOrphanedReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Within the grace period the login is taken...
-	_, err = svc.CreateAccount(context.Background(), root, accountInput(p, "ghost"), encodeID)
+	_, err = cmds.Accounts.Create(context.Background(), root, accountInput(p, "ghost"))
 	var v *domain.ValidationError
 	if !errors.As(err, &v) || v.Fields["login"] != "already taken" {
 		t.Fatalf("within the grace period: %v", err)
 	}
 	// ...after it, the dead owner's reservation is taken over.
 	clock.Advance(2 * time.Minute)
-	id := create(t, svc, root, accountInput(p, "ghost"))
+	id := create(t, cmds, root, accountInput(p, "ghost"))
 	if h := holder(t, env, p, "ghost"); h != domain.AccountStream(id) {
 		t.Fatalf("holder %q", h)
 	}
 }
 
-func TestServiceScopeChecks(t *testing.T) {
+func TestScopeChecks(t *testing.T) {
 	env := nodetest.Start(t)
-	svc := env.Node.Service
+	cmds, qs := env.Node.Commands, env.Node.Queries
 	ctx := context.Background()
 	acme := provider(t, env, "Acme")
 	other := provider(t, env, "Other")
-	theirs := create(t, svc, root, accountInput(other, "theirs"))
-	mine := create(t, svc, root, accountInput(acme, "mine"))
-	scoped := service.Caller{Admin: "acme-admin", Scope: &acme, RequestID: "test"}
+	theirs := create(t, cmds, root, accountInput(other, "theirs"))
+	mine := create(t, cmds, root, accountInput(acme, "mine"))
+	scoped := app.Caller{Admin: "acme-admin", Scope: &acme, RequestID: "test"}
 
 	for name, err := range map[string]error{
-		"get":     second(svc.Account(ctx, scoped, theirs)),
-		"update":  second(svc.UpdateAccount(ctx, scoped, theirs, service.AccountInput{Fullname: domain.Some("x")})),
-		"delete":  second(svc.DeleteAccount(ctx, scoped, theirs)),
-		"history": second(svc.AccountHistory(ctx, scoped, theirs)),
-		"create":  second(svc.CreateAccount(ctx, scoped, accountInput(other, "x"), encodeID)),
+		"get":     second(qs.Accounts.Get(ctx, scoped, theirs)),
+		"update":  second(cmds.Accounts.Update(ctx, scoped, theirs, command.AccountInput{Fullname: domain.Some("x")})),
+		"delete":  second(cmds.Accounts.Delete(ctx, scoped, theirs)),
+		"history": second(qs.Accounts.History(ctx, scoped, theirs)),
+		"create":  second(cmds.Accounts.Create(ctx, scoped, accountInput(other, "x"))),
 	} {
-		if !errors.Is(err, service.ErrForbidden) {
+		if !errors.Is(err, app.ErrForbidden) {
 			t.Errorf("%s: %v, want ErrForbidden", name, err)
 		}
 	}
-	l, err := svc.ListAccounts(ctx, scoped, readmodel.AccountQuery{Scope: readmodel.AllProviders})
+	l, err := qs.Accounts.List(ctx, scoped, readmodel.AccountQuery{Scope: readmodel.AllProviders})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,24 +165,44 @@ func TestServiceScopeChecks(t *testing.T) {
 	if len(got) != 1 || got[0] != mine || l.Total != 1 {
 		t.Fatalf("scoped list %v (total %d): a caller's scope must override the query's", got, l.Total)
 	}
-	page, err := svc.Changes(ctx, scoped, eventstore.Beginning, 100)
+	page, err := qs.Changes.After(ctx, scoped, eventstore.Beginning, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, ch := range page.Changes {
-		if ch.Entity == service.EntityAccount && ch.ID == theirs || ch.Entity == service.EntityProvider && ch.ID == other {
+		if ch.Entity == query.EntityAccount && ch.ID == theirs || ch.Entity == query.EntityProvider && ch.ID == other {
 			t.Fatalf("scoped feed shows %+v", ch)
 		}
 	}
 }
 
+// TestCreateAccountIdempotencyKeyInProgress runs a create inside
+// app.Executor.Idempotent, as the HTTP layer does with an Idempotency-Key:
+// a retry while the first attempt runs is refused, a retry after it gets
+// the recorded answer, and the key with another request is a mismatch.
 func TestCreateAccountIdempotencyKeyInProgress(t *testing.T) {
 	env := nodetest.Start(t)
-	svc := env.Node.Service
+	cmds, x := env.Node.Commands, env.Node.Executor
 	ctx := context.Background()
 	p := provider(t, env, "Acme")
 	keyed := root
 	keyed.IdempotencyKey = "k-1"
+	request := func(in command.AccountInput) app.IdempotentRequest {
+		return app.IdempotentRequest{Key: keyed.IdempotencyKey, Scope: "admin:" + keyed.Admin + " create account",
+			Body: fmt.Appendf(nil, "account %#v", in), Meta: keyed.Meta()}
+	}
+	createKeyed := func(in command.AccountInput, rendered func()) ([]byte, error) {
+		_, body, err := x.Idempotent(ctx, request(in), func(ctx context.Context) (int, []byte, error) {
+			v, err := cmds.Accounts.Create(ctx, keyed, in)
+			if err != nil {
+				return 0, nil, err
+			}
+			rendered()
+			body, err := json.Marshal(v.ID)
+			return 200, body, err
+		})
+		return body, err
+	}
 	in := accountInput(p, "anna")
 
 	// The first attempt holds the key while it renders its answer.
@@ -197,15 +213,14 @@ func TestCreateAccountIdempotencyKeyInProgress(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		body, err := svc.CreateAccount(ctx, keyed, in, func(v service.AccountView) ([]byte, error) {
+		body, err := createKeyed(in, func() {
 			close(rendering)
 			<-release
-			return encodeID(v)
 		})
 		done <- result{body, err}
 	}()
 	<-rendering
-	_, err := svc.CreateAccount(ctx, keyed, in, encodeID)
+	_, err := createKeyed(in, func() {})
 	if !errors.Is(err, app.ErrIdempotencyInProgress) {
 		t.Fatalf("retry while the first attempt runs: %v, want ErrIdempotencyInProgress (409)", err)
 	}
@@ -215,13 +230,13 @@ func TestCreateAccountIdempotencyKeyInProgress(t *testing.T) {
 		t.Fatal(first.err)
 	}
 	// Once it is done, a retry gets its answer.
-	again, err := svc.CreateAccount(ctx, keyed, in, encodeID)
+	again, err := createKeyed(in, func() {})
 	if err != nil || string(again) != string(first.body) {
 		t.Fatalf("retry after: %s %v, want %s", again, err, first.body)
 	}
 	// The same key for another request: a mismatch (422).
 	other := accountInput(p, "boris")
-	if _, err := svc.CreateAccount(ctx, keyed, other, encodeID); !errors.Is(err, app.ErrIdempotencyMismatch) {
+	if _, err := createKeyed(other, func() {}); !errors.Is(err, app.ErrIdempotencyMismatch) {
 		t.Fatalf("other request, same key: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package service_test
+package command_test
 
 import (
 	"context"
@@ -16,16 +16,18 @@ import (
 	"tvsm/eventstore/embedded"
 	"tvsm/eventstore/memory"
 	"tvsm/internal/app"
-	"tvsm/internal/service"
+	"tvsm/internal/app/command"
+	"tvsm/internal/app/query"
 	"tvsm/internal/wiring/node"
 	"tvsm/projections"
 	"tvsm/projections/readmodel"
 )
 
-// adminBare is a service over a fresh (in-memory) store with no admin at
-// all: what a first start sees before Bootstrap.
+// adminBare is the application over a fresh (in-memory) store with no
+// admin at all: what a first start sees before Bootstrap.
 type adminBare struct {
-	svc   *service.Service
+	cmds  *command.Commands
+	qs    *query.Queries
 	model *readmodel.Model
 	store *memory.Store
 }
@@ -54,12 +56,16 @@ func adminStartBare(t *testing.T) adminBare {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := service.New(service.Config{Executor: x, Model: model, Applied: runner.Progress(), Store: store,
-		Registry: reg, BcryptCost: bcrypt.MinCost, Logger: logger})
+	qs, err := query.New(query.Config{Model: model, Applied: runner.Progress(), Store: store, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return adminBare{svc: svc, model: model, store: store}
+	cmds, err := command.New(command.Config{Executor: x, Model: model, Applied: runner.Progress(), Queries: qs,
+		BcryptCost: bcrypt.MinCost, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return adminBare{cmds: cmds, qs: qs, model: model, store: store}
 }
 
 func adminCheckPassword(t *testing.T, m *readmodel.Model, login, password string) domain.Admin {
@@ -77,21 +83,21 @@ func adminCheckPassword(t *testing.T, m *readmodel.Model, login, password string
 func TestBootstrapGeneratesPassword(t *testing.T) {
 	b := adminStartBare(t)
 	ctx := context.Background()
-	generated, err := b.svc.Bootstrap(ctx, "", "")
+	generated, err := b.cmds.Admins.Bootstrap(ctx, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(generated) < 20 {
 		t.Fatalf("generated password %q is weak", generated)
 	}
-	a := adminCheckPassword(t, b.model, service.DefaultBootstrapLogin, generated)
+	a := adminCheckPassword(t, b.model, command.DefaultBootstrapLogin, generated)
 	if !a.Superadmin() {
 		t.Fatalf("bootstrapped admin is scoped: %+v", a)
 	}
 	// Once an admin exists, Bootstrap does nothing, whatever it is given.
 	head, _ := b.store.Head(ctx)
-	for _, args := range [][2]string{{"", ""}, {"other", "other-password"}, {service.DefaultBootstrapLogin, "new-password"}} {
-		again, err := b.svc.Bootstrap(ctx, args[0], args[1])
+	for _, args := range [][2]string{{"", ""}, {"other", "other-password"}, {command.DefaultBootstrapLogin, "new-password"}} {
+		again, err := b.cmds.Admins.Bootstrap(ctx, args[0], args[1])
 		if err != nil || again != "" {
 			t.Fatalf("Bootstrap(%q, %q) with an admin: %q, %v", args[0], args[1], again, err)
 		}
@@ -102,12 +108,12 @@ func TestBootstrapGeneratesPassword(t *testing.T) {
 	if _, ok := b.model.Admin("other"); ok {
 		t.Fatal("a second bootstrap created another admin")
 	}
-	adminCheckPassword(t, b.model, service.DefaultBootstrapLogin, generated)
+	adminCheckPassword(t, b.model, command.DefaultBootstrapLogin, generated)
 }
 
 func TestBootstrapGivenCredentials(t *testing.T) {
 	b := adminStartBare(t)
-	generated, err := b.svc.Bootstrap(context.Background(), "ops@example.tv", "given-password")
+	generated, err := b.cmds.Admins.Bootstrap(context.Background(), "ops@example.tv", "given-password")
 	if err != nil || generated != "" {
 		t.Fatalf("Bootstrap: %q, %v", generated, err)
 	}
@@ -117,7 +123,7 @@ func TestBootstrapGivenCredentials(t *testing.T) {
 func TestBootstrapRefusesBadCredentials(t *testing.T) {
 	for _, args := range [][2]string{{"bad login", "long-enough"}, {"admin", "short"}, {"admin", string(make([]byte, 73))}} {
 		b := adminStartBare(t)
-		if _, err := b.svc.Bootstrap(context.Background(), args[0], args[1]); err == nil {
+		if _, err := b.cmds.Admins.Bootstrap(context.Background(), args[0], args[1]); err == nil {
 			t.Fatalf("Bootstrap(%q, %q) succeeded", args[0], args[1])
 		}
 		if s := b.model.Stats(); s.Admins != 0 {
@@ -132,7 +138,7 @@ func TestBootstrapConcurrent(t *testing.T) {
 	results := make([]string, 8)
 	errs := make([]error, 8)
 	for i := range results {
-		wg.Go(func() { results[i], errs[i] = b.svc.Bootstrap(context.Background(), "admin", "") })
+		wg.Go(func() { results[i], errs[i] = b.cmds.Admins.Bootstrap(context.Background(), "admin", "") })
 	}
 	wg.Wait()
 	var winners []string
@@ -198,61 +204,58 @@ func TestBootstrapThroughNode(t *testing.T) {
 func TestCreateAdminKeyedRetryFindsItsAdmin(t *testing.T) {
 	b := adminStartBare(t)
 	ctx := context.Background()
-	if _, err := b.svc.Bootstrap(ctx, "root", "root-password"); err != nil {
+	if _, err := b.cmds.Admins.Bootstrap(ctx, "root", "root-password"); err != nil {
 		t.Fatal(err)
 	}
-	root := service.Caller{Admin: "root", RequestID: "r1"}
-	enc := func(a domain.Admin) ([]byte, error) { return []byte(a.Login), nil }
-	f := service.AdminFields{Login: domain.Some("ops"), Password: domain.Some("ops-password")}
-	if _, err := b.svc.CreateAdmin(ctx, root, f, enc); err != nil {
+	root := app.Caller{Admin: "root", RequestID: "r1"}
+	f := command.AdminFields{Login: domain.Some("ops"), Password: domain.Some("ops-password")}
+	if _, err := b.cmds.Admins.Create(ctx, root, f); err != nil {
 		t.Fatal(err)
 	}
 	keyed := root
 	keyed.IdempotencyKey = "k1"
-	body, err := b.svc.CreateAdmin(ctx, keyed, f, enc)
-	if err != nil || string(body) != "ops" {
-		t.Fatalf("keyed create of the same admin: %q, %v", body, err)
+	a, err := b.cmds.Admins.Create(ctx, keyed, f)
+	if err != nil || a.Login != "ops" {
+		t.Fatalf("keyed create of the same admin: %q, %v", a.Login, err)
 	}
 	keyed.IdempotencyKey = "k2"
 	other := f
 	other.Password = domain.Some("other-password")
-	if _, err := b.svc.CreateAdmin(ctx, keyed, other, enc); !errors.Is(err, domain.ErrAlreadyExists) {
+	if _, err := b.cmds.Admins.Create(ctx, keyed, other); !errors.Is(err, domain.ErrAlreadyExists) {
 		t.Fatalf("keyed create with another password: %v, want ErrAlreadyExists", err)
 	}
-	if _, err := b.svc.CreateAdmin(ctx, root, f, enc); !errors.Is(err, domain.ErrAlreadyExists) {
+	if _, err := b.cmds.Admins.Create(ctx, root, f); !errors.Is(err, domain.ErrAlreadyExists) {
 		t.Fatalf("unkeyed create of an existing admin: %v, want ErrAlreadyExists", err)
 	}
 	adminCheckPassword(t, b.model, "ops", "ops-password")
 }
 
-// TestAdminScopeErrors checks the service's answers to scoped callers
-// without HTTP: errors match service.ErrForbidden.
+// TestAdminScopeErrors checks the answers to scoped callers without HTTP:
+// errors match app.ErrForbidden.
 func TestAdminScopeErrors(t *testing.T) {
 	b := adminStartBare(t)
 	ctx := context.Background()
-	if _, err := b.svc.Bootstrap(ctx, "root", "root-password"); err != nil {
+	if _, err := b.cmds.Admins.Bootstrap(ctx, "root", "root-password"); err != nil {
 		t.Fatal(err)
 	}
-	root := service.Caller{Admin: "root", RequestID: "r1"}
-	noBody := func(domain.Provider) ([]byte, error) { return nil, nil }
+	root := app.Caller{Admin: "root", RequestID: "r1"}
 	for _, name := range []string{"A", "B"} {
-		if _, err := b.svc.CreateProvider(ctx, root, service.ProviderFields{Name: domain.Some(name)}, noBody); err != nil {
+		if _, err := b.cmds.Providers.Create(ctx, root, command.ProviderFields{Name: domain.Some(name)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	one, two := int64(1), int64(2)
-	scoped := service.Caller{Admin: "ops", Scope: &one, RequestID: "r2"}
-	if _, err := b.svc.CreateTariff(ctx, scoped, service.TariffFields{Provider: domain.Some(two), Name: domain.Some("T")},
-		func(domain.Tariff) ([]byte, error) { return nil, nil }); !errors.Is(err, service.ErrForbidden) {
+	scoped := app.Caller{Admin: "ops", Scope: &one, RequestID: "r2"}
+	if _, err := b.cmds.Tariffs.Create(ctx, scoped, command.TariffFields{Provider: domain.Some(two), Name: domain.Some("T")}); !errors.Is(err, app.ErrForbidden) {
 		t.Fatalf("scoped tariff of another provider: %v", err)
 	}
-	if _, err := b.svc.Provider(ctx, scoped, two); !errors.Is(err, service.ErrForbidden) {
+	if _, err := b.qs.Providers.Get(ctx, scoped, two); !errors.Is(err, app.ErrForbidden) {
 		t.Fatalf("scoped read of another provider: %v", err)
 	}
-	if _, err := b.svc.DeleteCategory(ctx, scoped, 1); !errors.Is(err, service.ErrForbidden) {
+	if _, err := b.cmds.Categories.Delete(ctx, scoped, 1); !errors.Is(err, app.ErrForbidden) {
 		t.Fatalf("scoped category delete: %v", err)
 	}
-	if _, err := b.svc.Provider(ctx, scoped, one); err != nil {
+	if _, err := b.qs.Providers.Get(ctx, scoped, one); err != nil {
 		t.Fatalf("scoped read of its own provider: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package stats
+package query
 
 import (
 	"cmp"
@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"time"
+	"tvsm/projections/stats"
 
 	"tvsm/domain"
 )
@@ -15,35 +16,35 @@ import (
 // from first to last: three years, a leap day and one more day.
 const MaxRangeDays = 3*365 + 1 + 1
 
-// ClosedDays tells which days are closed: *Projector implements it.
+// ClosedDays tells which days are closed: *stats.Projector implements it.
 type ClosedDays interface {
-	ClosedThrough() (Day, bool)
+	ClosedThrough() (stats.Day, bool)
 }
 
-// Service answers the Statistics API (spec §2.5) from a fact store and the
+// Statistics answers the Statistics API (spec §2.5) from a fact store and the
 // catalog. A day appears once it is closed: ranges are cut at the last
 // closed day.
-type Service struct {
-	facts   FactStore
-	catalog Catalog
+type Statistics struct {
+	facts   stats.FactStore
+	catalog StatsCatalog
 	closed  ClosedDays
 }
 
-// NewService returns the statistics service. closed is normally the
+// NewStatistics returns the statistics service. closed is normally the
 // projector feeding facts.
-func NewService(facts FactStore, catalog Catalog, closed ClosedDays) *Service {
-	return &Service{facts: facts, catalog: catalog, closed: closed}
+func NewStatistics(facts stats.FactStore, catalog StatsCatalog, closed ClosedDays) *Statistics {
+	return &Statistics{facts: facts, catalog: catalog, closed: closed}
 }
 
-// Query is a request: a range of days, and one provider or (0) every
+// StatsQuery is a request: a range of days, and one provider or (0) every
 // provider.
-type Query struct {
-	From, To Day
+type StatsQuery struct {
+	From, To stats.Day
 	Provider int64
 }
 
 // Validate checks the range: From <= To and at most MaxRangeDays.
-func (q Query) Validate() error {
+func (q StatsQuery) Validate() error {
 	switch {
 	case q.From > q.To:
 		return domain.NewValidationError("to", "must not be before from")
@@ -55,20 +56,20 @@ func (q Query) Validate() error {
 
 // scope returns the providers to report on, and the range of closed days
 // to read (ok false: none of the range is closed).
-func (s *Service) scope(q Query) (providers []int64, r Range, ok bool, err error) {
+func (s *Statistics) scope(q StatsQuery) (providers []int64, r stats.Range, ok bool, err error) {
 	if err := q.Validate(); err != nil {
-		return nil, Range{}, false, err
+		return nil, stats.Range{}, false, err
 	}
 	if q.Provider != 0 {
 		if !s.catalog.ProviderExists(q.Provider) {
-			return nil, Range{}, false, fmt.Errorf("stats: provider %d: %w", q.Provider, domain.ErrNotFound)
+			return nil, stats.Range{}, false, fmt.Errorf("stats: provider %d: %w", q.Provider, domain.ErrNotFound)
 		}
 		providers = []int64{q.Provider}
 	} else {
 		providers = s.catalog.Providers()
 	}
 	last, closed := s.closed.ClosedThrough()
-	r = Range{From: q.From, To: min(q.To, last), Provider: q.Provider}
+	r = stats.Range{From: q.From, To: min(q.To, last), Provider: q.Provider}
 	if len(providers) == 1 {
 		r.Provider = providers[0] // rows of other (deleted) providers are not shown anyway
 	}
@@ -83,21 +84,21 @@ func (s *Service) scope(q Query) (providers []int64, r Range, ok bool, err error
 // error stops.
 type SubscriptionWriter interface {
 	BeginProvider(provider int64) error
-	Day(d Day) error
-	Tariff(row *SubscriptionDay, name string) error
+	Day(d stats.Day) error
+	Tariff(row *stats.SubscriptionDay, name string) error
 	EndProvider() error
 }
 
 // Subscriptions answers /api/stats/subscription, streaming to w: one
 // element per provider.
-func (s *Service) Subscriptions(ctx context.Context, q Query, w SubscriptionWriter) error {
+func (s *Statistics) Subscriptions(ctx context.Context, q StatsQuery, w SubscriptionWriter) error {
 	providers, r, ok, err := s.scope(q)
 	if err != nil {
 		return err
 	}
 	st := subscriptionStream{w: w, providers: providers, names: map[int64]string{}, cur: -1}
 	if ok {
-		if err := s.facts.SubscriptionDays(ctx, r, func(row SubscriptionDay) error {
+		if err := s.facts.SubscriptionDays(ctx, r, func(row stats.SubscriptionDay) error {
 			st.last = row // reused: a pointer to row would put every row on the heap
 			return st.row(s.catalog, &st.last)
 		}); err != nil {
@@ -118,11 +119,11 @@ type subscriptionStream struct {
 	providers []int64
 	names     map[int64]string
 	cur, next int // the provider begun and not ended (-1: none), the next to begin
-	day       Day
-	last      SubscriptionDay
+	day       stats.Day
+	last      stats.SubscriptionDay
 }
 
-func (st *subscriptionStream) row(catalog Catalog, row *SubscriptionDay) error {
+func (st *subscriptionStream) row(catalog StatsCatalog, row *stats.SubscriptionDay) error {
 	i, found := slices.BinarySearch(st.providers, row.Provider)
 	switch {
 	case !found:
@@ -143,7 +144,7 @@ func (st *subscriptionStream) row(catalog Catalog, row *SubscriptionDay) error {
 	return st.tariff(catalog, row)
 }
 
-func (st *subscriptionStream) tariff(catalog Catalog, row *SubscriptionDay) error {
+func (st *subscriptionStream) tariff(catalog StatsCatalog, row *stats.SubscriptionDay) error {
 	name, known := st.names[row.Tariff]
 	if !known {
 		name = catalog.TariffName(row.Tariff)
@@ -180,11 +181,11 @@ func (st *subscriptionStream) end() error {
 // class seen by the end of the range.
 type ProviderDevices struct {
 	Provider int64
-	Classes  []DeviceClassTotal
+	Classes  []stats.DeviceClassTotal
 }
 
 // Devices answers /api/stats/device: one element per provider.
-func (s *Service) Devices(ctx context.Context, q Query) ([]ProviderDevices, error) {
+func (s *Statistics) Devices(ctx context.Context, q StatsQuery) ([]ProviderDevices, error) {
 	providers, r, ok, err := s.scope(q)
 	if err != nil {
 		return nil, err
@@ -212,7 +213,7 @@ func (s *Service) Devices(ctx context.Context, q Query) ([]ProviderDevices, erro
 type AccountStat struct {
 	Account  int64
 	Contract string
-	Channels []AccountChannelTotal
+	Channels []stats.AccountChannelTotal
 }
 
 // AccountWriter receives the account statistic as it is read, so that a
@@ -227,7 +228,7 @@ type AccountWriter interface {
 }
 
 // Accounts answers /api/stats/account, streaming to w.
-func (s *Service) Accounts(ctx context.Context, q Query, w AccountWriter) error {
+func (s *Statistics) Accounts(ctx context.Context, q StatsQuery, w AccountWriter) error {
 	providers, r, ok, err := s.scope(q)
 	if err != nil {
 		return err
@@ -252,7 +253,7 @@ func (s *Service) Accounts(ctx context.Context, q Query, w AccountWriter) error 
 }
 
 // streamAccounts groups the store's (account, channel) rows by account.
-func (s *Service) streamAccounts(ctx context.Context, r Range, w AccountWriter, watched map[int64]struct{}) error {
+func (s *Statistics) streamAccounts(ctx context.Context, r stats.Range, w AccountWriter, watched map[int64]struct{}) error {
 	var cur AccountStat
 	emit := func() error {
 		if len(cur.Channels) == 0 {
@@ -263,7 +264,7 @@ func (s *Service) streamAccounts(ctx context.Context, r Range, w AccountWriter, 
 		cur = AccountStat{Channels: cur.Channels[:0]}
 		return err
 	}
-	err := s.facts.AccountChannelTotals(ctx, r, func(row AccountChannelTotal) error {
+	err := s.facts.AccountChannelTotals(ctx, r, func(row stats.AccountChannelTotal) error {
 		if row.Account != cur.Account {
 			if err := emit(); err != nil {
 				return err
@@ -283,7 +284,7 @@ func (s *Service) streamAccounts(ctx context.Context, r Range, w AccountWriter, 
 // dictionary returns the channels of a provider's tariffs and those its
 // accounts watched (deleted ones with an empty name), and the categories
 // they are listed in, each ordered by id.
-func (s *Service) dictionary(provider int64, watched map[int64]struct{}) ([]ChannelInfo, []CategoryInfo) {
+func (s *Statistics) dictionary(provider int64, watched map[int64]struct{}) ([]ChannelInfo, []CategoryInfo) {
 	ids := append(s.catalog.ProviderChannels(provider), slices.Collect(maps.Keys(watched))...)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
@@ -310,7 +311,7 @@ func (s *Service) dictionary(provider int64, watched map[int64]struct{}) ([]Chan
 	return channels, categories
 }
 
-// Yesterday is a ClosedDays for a Service without a projector in the
+// Yesterday is a ClosedDays for a Statistics without a projector in the
 // process: every day before today (in loc, by clock) counts as closed.
 type Yesterday struct {
 	Location *time.Location
@@ -318,7 +319,7 @@ type Yesterday struct {
 }
 
 // ClosedThrough implements ClosedDays.
-func (y Yesterday) ClosedThrough() (Day, bool) {
+func (y Yesterday) ClosedThrough() (stats.Day, bool) {
 	now, loc := time.Now, y.Location
 	if y.Clock != nil {
 		now = y.Clock
@@ -326,5 +327,5 @@ func (y Yesterday) ClosedThrough() (Day, bool) {
 	if loc == nil {
 		loc = time.UTC
 	}
-	return DayOf(now(), loc) - 1, true
+	return stats.DayOf(now(), loc) - 1, true
 }

@@ -1,4 +1,4 @@
-package service
+package command
 
 import (
 	"context"
@@ -12,24 +12,34 @@ import (
 	"tvsm/eventstore"
 	"tvsm/internal/adapters/devauth"
 	"tvsm/internal/app"
+	"tvsm/internal/app/query"
 	"tvsm/projections/readmodel"
 )
 
-// Device login (DESIGN.md §5): a device proves it belongs to an account with
-// the account's login and password digest, is bound to the account (within
-// the device limit) and gets a token for the other Device API calls.
+// Devices handles the commands on devices: a device logs in (proving it
+// belongs to an account with the account's login and password digest, it
+// is bound to the account within the device limit and gets a token for the
+// other Device API calls), reports what was watched, and is unbound by an
+// admin.
+type Devices struct{ w *writer }
+
+// Unbind removes device id from its account (DELETE of a device) and
+// returns it as it was. The device may bind again by logging in.
+func (h *Devices) Unbind(ctx context.Context, c app.Caller, id int64) (readmodel.Device, error) {
+	cur, err := h.w.q.Devices.Get(ctx, c, id)
+	if err != nil {
+		return readmodel.Device{}, err
+	}
+	cmd := domain.UnbindDevice{AccountID: cur.Account, DeviceID: id}
+	if _, err := execute(ctx, h.w, c, cmd.Stream(), domain.AccountDecider(), domain.AccountCommand(cmd)); err != nil {
+		return readmodel.Device{}, err
+	}
+	return cur, nil
+}
 
 // ErrBadDeviceCredentials is the answer to an unknown provider, an unknown
 // login and a wrong password alike, so that logins cannot be probed.
 var ErrBadDeviceCredentials = errors.New("invalid provider, login or password")
-
-// ErrDeviceUnauthorized is the answer to a device token that is malformed,
-// expired or revoked (an `update` command, the device unbound, its account
-// deleted): the device must log in again.
-var ErrDeviceUnauthorized = errors.New("device token invalid, expired or revoked")
-
-// errNoDeviceTokens is a wiring error: Config.DeviceTokens is missing.
-var errNoDeviceTokens = errors.New("service: device tokens are not configured")
 
 // DeviceLoginInput is a device's login (POST /api/device/login).
 type DeviceLoginInput struct {
@@ -57,29 +67,10 @@ type DeviceSession struct {
 	Message           string
 }
 
-// Messages shown by devices that get no services (spec §3).
-const (
-	MsgProviderDisabled = "Services are suspended by your operator."
-	MsgAccountDisabled  = "Services are disabled on this account. Please contact your operator."
-	MsgNoSubscription   = "There are no active services on this account."
-)
-
-// NoServicesError is the answer to a channel list request of a device
-// without services; errors.Is(err, ErrNoServices) holds.
-type NoServicesError struct{ Message string }
-
-// ErrNoServices: the device's account has no services now.
-var ErrNoServices = errors.New("no services")
-
-func (e *NoServicesError) Error() string { return "no services: " + e.Message }
-
-// Unwrap returns ErrNoServices.
-func (e *NoServicesError) Unwrap() error { return ErrNoServices }
-
 // pinLen is the length of a password digest: MD5 in hex.
 const pinLen = 32
 
-// DeviceLogin authenticates a device and binds it to the account.
+// Login authenticates a device and binds it to the account.
 //
 // A device already bound to the account logs in again without appending
 // anything. A new one is bound within the device limit (the account's
@@ -92,28 +83,29 @@ const pinLen = 32
 // password give ErrBadDeviceCredentials. A disabled account, or one without
 // an active subscription, still logs in, with ServicesAvailable false and
 // a Message. The answer comes once the read model shows the binding.
-func (s *Service) DeviceLogin(ctx context.Context, in DeviceLoginInput) (DeviceSession, error) {
-	if s.cfg.DeviceTokens == nil {
-		return DeviceSession{}, errNoDeviceTokens
+func (h *Devices) Login(ctx context.Context, in DeviceLoginInput) (DeviceSession, error) {
+	w := h.w
+	if w.cfg.DeviceTokens == nil {
+		return DeviceSession{}, query.ErrNoDeviceTokens
 	}
-	if err := s.ValidateDeviceLogin(in); err != nil {
+	if err := CheckDeviceLogin(in); err != nil {
 		return DeviceSession{}, err
 	}
-	acc, err := s.deviceCredentials(in)
+	acc, err := h.credentials(in)
 	if err != nil {
 		return DeviceSession{}, err
 	}
-	device, pos, err := s.bindLoginDevice(ctx, in, acc)
+	device, pos, err := h.bind(ctx, in, acc)
 	if err != nil {
 		return DeviceSession{}, err
 	}
-	if err := s.written(ctx, pos); err != nil {
+	if err := w.written(ctx, pos); err != nil {
 		return DeviceSession{}, err
 	}
-	state, _ := s.cfg.Model.AccountState(acc.ID)
-	_, msg := s.deviceServices(state, s.now())
-	token, claims := s.cfg.DeviceTokens.Issue(devauth.Claims{
-		Device: device, Account: acc.ID, Provider: acc.Provider, Position: s.cfg.Model.Position().Commit,
+	state, _ := w.model.AccountState(acc.ID)
+	_, msg := w.q.Sessions.Services(state)
+	token, claims := w.cfg.DeviceTokens.Issue(devauth.Claims{
+		Device: device, Account: acc.ID, Provider: acc.Provider, Position: w.model.Position().Commit,
 	})
 	return DeviceSession{
 		Token: token, Expires: claims.Expires, Account: acc.ID, Device: device, Provider: acc.Provider,
@@ -121,10 +113,10 @@ func (s *Service) DeviceLogin(ctx context.Context, in DeviceLoginInput) (DeviceS
 	}, nil
 }
 
-// ValidateDeviceLogin is CheckDeviceLogin. DeviceLogin runs it first; the
-// HTTP layer runs it too, to report these problems together with the
-// body's type errors.
-func (s *Service) ValidateDeviceLogin(in DeviceLoginInput) error { return CheckDeviceLogin(in) }
+// ValidateLogin is CheckDeviceLogin. Login runs it first; the HTTP layer
+// runs it too, to report these problems together with the body's type
+// errors.
+func (h *Devices) ValidateLogin(in DeviceLoginInput) error { return CheckDeviceLogin(in) }
 
 // CheckDeviceLogin reports every bad field of a login at once, as a
 // *domain.ValidationError naming them as on the wire (device.unique_id):
@@ -135,7 +127,7 @@ func CheckDeviceLogin(in DeviceLoginInput) error {
 		fields["provider"] = "must be a positive integer"
 	}
 	if in.Login == "" {
-		fields["login"] = papiRequired
+		fields["login"] = problemRequired
 	}
 	if !isHex(in.PasswordMD5, pinLen) {
 		fields["password_md5"] = "must be 32 hexadecimal characters (an MD5 digest)"
@@ -174,12 +166,13 @@ func isHex(s string, n int) bool {
 // password costs.
 var dummyPin = strings.Repeat("0", pinLen)
 
-// deviceCredentials returns the account the login names when the password
+// credentials returns the account the login names when the password
 // digest matches, else ErrBadDeviceCredentials.
-func (s *Service) deviceCredentials(in DeviceLoginInput) (readmodel.Account, error) {
+func (h *Devices) credentials(in DeviceLoginInput) (readmodel.Account, error) {
+	m := h.w.model
 	acc, found := readmodel.Account{}, false
-	if _, ok := s.cfg.Model.Provider(in.Provider); ok {
-		acc, found = s.cfg.Model.AccountByLogin(in.Provider, in.Login)
+	if _, ok := m.Provider(in.Provider); ok {
+		acc, found = m.AccountByLogin(in.Provider, in.Login)
 	}
 	want := dummyPin
 	if found {
@@ -192,34 +185,35 @@ func (s *Service) deviceCredentials(in DeviceLoginInput) (readmodel.Account, err
 	return acc, nil
 }
 
-// bindLoginDevice returns the id of the login's device in acc, binding it
-// when it is not bound yet, and the log position to wait for (zero when
-// nothing was appended).
-func (s *Service) bindLoginDevice(ctx context.Context, in DeviceLoginInput, acc readmodel.Account) (int64, eventstore.Position, error) {
-	for _, d := range s.cfg.Model.AccountDevices(acc.ID) {
+// bind returns the id of the login's device in acc, binding it when it is
+// not bound yet, and the log position to wait for (zero when nothing was
+// appended).
+func (h *Devices) bind(ctx context.Context, in DeviceLoginInput, acc readmodel.Account) (int64, eventstore.Position, error) {
+	w := h.w
+	for _, d := range w.model.AccountDevices(acc.ID) {
 		if d.UniqueID == in.UniqueID {
 			return d.ID, eventstore.Position{}, nil // re-login
 		}
 	}
-	id, err := s.cfg.Executor.NextID(ctx, "device")
+	id, err := w.x.NextID(ctx, "device")
 	if err != nil {
 		return 0, eventstore.Position{}, err
 	}
 	var limit *int
-	if p, ok := s.cfg.Model.Provider(acc.Provider); ok {
+	if p, ok := w.model.Provider(acc.Provider); ok {
 		limit = p.DevicesPerAccountLimit
 	}
 	meta := deviceMeta(id, in.RequestID)
 	cmd := domain.BindDevice{AccountID: acc.ID, DeviceID: id, UniqueID: in.UniqueID, Class: in.Class, Model: in.Model, ProviderLimit: limit}
-	res, err := app.Execute(ctx, s.cfg.Executor, cmd.Stream(), domain.AccountDecider(), domain.AccountCommand(cmd), meta)
+	res, err := app.Execute(ctx, w.x, cmd.Stream(), domain.AccountDecider(), domain.AccountCommand(cmd), meta)
 	if err != nil {
 		return 0, eventstore.Position{}, err
 	}
 	d, ok := res.State.DeviceByUniqueID(in.UniqueID)
 	if !ok { // unreachable: the decision bound it or found it bound
-		return 0, eventstore.Position{}, fmt.Errorf("service: device %q not bound to account %d after binding", in.UniqueID, acc.ID)
+		return 0, eventstore.Position{}, fmt.Errorf("command: device %q not bound to account %d after binding", in.UniqueID, acc.ID)
 	}
-	pos, err := s.unbindElsewhere(ctx, in.UniqueID, acc.ID, deviceMeta(d.ID, in.RequestID))
+	pos, err := h.unbindElsewhere(ctx, in.UniqueID, acc.ID, deviceMeta(d.ID, in.RequestID))
 	if err != nil {
 		return 0, eventstore.Position{}, err
 	}
@@ -231,8 +225,8 @@ func (s *Service) bindLoginDevice(ctx context.Context, in DeviceLoginInput, acc 
 
 // unbindElsewhere unbinds uniqueID from every account but keep: the device
 // moved. It returns the position of the last unbinding.
-func (s *Service) unbindElsewhere(ctx context.Context, uniqueID string, keep int64, meta app.RequestMeta) (eventstore.Position, error) {
-	l, err := s.cfg.Model.ListDevices(readmodel.DeviceQuery{Scope: readmodel.AllProviders, UniqueID: uniqueID})
+func (h *Devices) unbindElsewhere(ctx context.Context, uniqueID string, keep int64, meta app.RequestMeta) (eventstore.Position, error) {
+	l, err := h.w.model.ListDevices(readmodel.DeviceQuery{Scope: readmodel.AllProviders, UniqueID: uniqueID})
 	if err != nil {
 		return eventstore.Position{}, err
 	}
@@ -242,7 +236,7 @@ func (s *Service) unbindElsewhere(ctx context.Context, uniqueID string, keep int
 			continue
 		}
 		cmd := domain.UnbindDevice{AccountID: d.Account, DeviceID: d.ID}
-		res, err := app.Execute(ctx, s.cfg.Executor, cmd.Stream(), domain.AccountDecider(), domain.AccountCommand(cmd), meta)
+		res, err := app.Execute(ctx, h.w.x, cmd.Stream(), domain.AccountDecider(), domain.AccountCommand(cmd), meta)
 		switch {
 		case errors.Is(err, domain.ErrNotFound): // unbound meanwhile
 		case err != nil:
@@ -260,27 +254,4 @@ func deviceMeta(device int64, requestID string) app.RequestMeta {
 		requestID = "device-" + fmt.Sprint(device)
 	}
 	return app.RequestMeta{Actor: domain.DeviceActor(device), RequestID: requestID}
-}
-
-// deviceServices returns the tariffs that give the account's devices
-// service at now, or, when there are none, the message saying why: the
-// provider or the account is disabled, or no subscription active now is to
-// an existing, enabled tariff.
-func (s *Service) deviceServices(a domain.Account, now time.Time) ([]domain.Tariff, string) {
-	if p, ok := s.cfg.Model.Provider(a.Provider); !ok || !p.Enabled {
-		return nil, MsgProviderDisabled
-	}
-	if !a.Exists() || !a.Enabled {
-		return nil, MsgAccountDisabled
-	}
-	var tariffs []domain.Tariff
-	for _, id := range a.ActiveTariffs(now) {
-		if t, ok := s.cfg.Model.Tariff(id); ok && t.Enabled {
-			tariffs = append(tariffs, t)
-		}
-	}
-	if len(tariffs) == 0 {
-		return nil, MsgNoSubscription
-	}
-	return tariffs, ""
 }

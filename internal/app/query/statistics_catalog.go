@@ -1,4 +1,4 @@
-package stats
+package query
 
 import (
 	"slices"
@@ -6,10 +6,10 @@ import (
 	"tvsm/projections/readmodel"
 )
 
-// Catalog is what the Statistics API shows beside the facts: which
+// StatsCatalog is what the Statistics API shows beside the facts: which
 // providers exist, the names of tariffs, channels and categories, and the
 // contract of an account. ReadModelCatalog implements it.
-type Catalog interface {
+type StatsCatalog interface {
 	// Providers returns the ids of the existing providers, ascending.
 	Providers() []int64
 	ProviderExists(id int64) bool
@@ -38,10 +38,10 @@ type CategoryInfo struct {
 	Name string
 }
 
-// ReadModelCatalog is the Catalog of the in-memory read model.
+// ReadModelCatalog is the StatsCatalog of the in-memory read model.
 type ReadModelCatalog struct{ Model *readmodel.Model }
 
-// Providers implements Catalog.
+// Providers implements StatsCatalog.
 func (c ReadModelCatalog) Providers() []int64 {
 	list, err := c.Model.ListProviders(readmodel.ProviderQuery{Scope: readmodel.AllProviders})
 	if err != nil {
@@ -55,19 +55,19 @@ func (c ReadModelCatalog) Providers() []int64 {
 	return ids
 }
 
-// ProviderExists implements Catalog.
+// ProviderExists implements StatsCatalog.
 func (c ReadModelCatalog) ProviderExists(id int64) bool {
 	_, ok := c.Model.Provider(id)
 	return ok
 }
 
-// TariffName implements Catalog.
+// TariffName implements StatsCatalog.
 func (c ReadModelCatalog) TariffName(id int64) string {
 	t, _ := c.Model.Tariff(id)
 	return t.Name
 }
 
-// ProviderChannels implements Catalog.
+// ProviderChannels implements StatsCatalog.
 func (c ReadModelCatalog) ProviderChannels(provider int64) []int64 {
 	list, err := c.Model.ListTariffs(readmodel.TariffQuery{Scope: readmodel.AllProviders, Provider: provider})
 	if err != nil {
@@ -81,19 +81,19 @@ func (c ReadModelCatalog) ProviderChannels(provider int64) []int64 {
 	return slices.Compact(ids)
 }
 
-// Channel implements Catalog.
+// Channel implements StatsCatalog.
 func (c ReadModelCatalog) Channel(id int64) (ChannelInfo, bool) {
 	ch, ok := c.Model.Channel(id)
 	return ChannelInfo{ID: ch.ID, Name: ch.Name, Categories: ch.Categories}, ok
 }
 
-// Category implements Catalog.
+// Category implements StatsCatalog.
 func (c ReadModelCatalog) Category(id int64) (CategoryInfo, bool) {
 	cat, ok := c.Model.Category(id)
 	return CategoryInfo{ID: cat.ID, Name: cat.Name}, ok
 }
 
-// AccountContract implements Catalog.
+// AccountContract implements StatsCatalog.
 func (c ReadModelCatalog) AccountContract(id int64) string {
 	a, ok := c.Model.Account(id)
 	if !ok || a.ContractInfo == nil {

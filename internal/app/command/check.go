@@ -1,4 +1,4 @@
-package service
+package command
 
 import (
 	"errors"
@@ -9,11 +9,10 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
-	"tvsm/projections/readmodel"
 )
 
-// Helpers shared by the Admin API's use cases (providers, tariffs,
-// channels, categories, administrators).
+// Checks shared by the handlers: a decision made only to validate, and
+// field problems found outside the domain added to the domain's.
 
 // dryRun decides cmd on the aggregate's initial state, so a create with bad
 // fields fails before it allocates an id or records an Idempotency-Key.
@@ -63,26 +62,8 @@ func addFieldProblem(m *map[string]string, field, problem string) {
 	}
 }
 
-// adminListScope is the read model scope of the caller's lists.
-func adminListScope(c Caller) readmodel.Scope {
-	if c.Scope == nil {
-		return readmodel.AllProviders
-	}
-	return readmodel.ProviderScope(*c.Scope)
-}
-
-// listError turns a list query's error into a validation error on "sort"
-// when the sort field is unknown (the HTTP layer checks sort fields first,
-// so this is a safety net), and passes other errors through.
-func listError(err error) error {
-	if errors.Is(err, readmodel.ErrUnknownSortField) {
-		return domain.NewValidationError("sort", err.Error())
-	}
-	return err
-}
-
-// adminNotFound reports that the object what id does not exist.
-func adminNotFound(what string, id any) error {
+// notFound reports that the object what id does not exist.
+func notFound(what string, id any) error {
 	return fmt.Errorf("%s %v: %w", what, id, domain.ErrNotFound)
 }
 

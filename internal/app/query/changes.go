@@ -1,4 +1,4 @@
-package service
+package query
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/eventstore/record"
+	"tvsm/internal/app"
 )
 
 // Limits of the change feed.
@@ -84,7 +85,11 @@ func feedFilter() eventstore.Filter {
 	return f
 }
 
-// Changes returns up to limit changes after the log position after (the
+// Changes answers the change feed: what changed in the log, for
+// incremental sync.
+type Changes struct{ r *reader }
+
+// After returns up to limit changes after the log position after (the
 // beginning for the zero position), in log order, that the caller may see:
 // a provider-scoped admin sees its provider, its tariffs and its accounts
 // (with their subscriptions and devices), and the channels and categories
@@ -92,21 +97,21 @@ func feedFilter() eventstore.Filter {
 // end of the log, or has waited a few seconds; it never waits for new
 // changes. limit <= 0 means DefaultChangesLimit; it is capped at
 // MaxChangesLimit.
-func (s *Service) Changes(ctx context.Context, c Caller, after eventstore.Position, limit int) (ChangePage, error) {
+func (q *Changes) After(ctx context.Context, c app.Caller, after eventstore.Position, limit int) (ChangePage, error) {
 	if limit <= 0 {
 		limit = DefaultChangesLimit
 	}
 	limit = min(limit, MaxChangesLimit)
 	wctx, cancel := context.WithTimeout(ctx, changesWait)
 	defer cancel()
-	sub, err := s.cfg.Store.SubscribeAll(wctx, after, feedFilter())
+	sub, err := q.r.cfg.Store.SubscribeAll(wctx, after, feedFilter())
 	if err != nil {
 		return ChangePage{}, err
 	}
 	defer sub.Close()
 
 	page := ChangePage{Next: after}
-	owners := feedOwners{s: s, known: map[string]int64{}}
+	owners := feedOwners{r: q.r, known: map[string]int64{}}
 	scanned := 0
 	for {
 		b, err := sub.Recv(wctx)
@@ -117,7 +122,7 @@ func (s *Service) Changes(ctx context.Context, c Caller, after eventstore.Positi
 			return ChangePage{}, err
 		}
 		for _, rec := range b.Events {
-			ch, ok := s.feedChange(rec)
+			ch, ok := feedChange(q.r.cfg.Registry, rec)
 			if ok && c.Scope != nil {
 				if ok, err = owners.visible(wctx, c, rec, ch); err != nil {
 					if ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
@@ -147,7 +152,7 @@ func (s *Service) Changes(ctx context.Context, c Caller, after eventstore.Positi
 // feedChange describes a recorded event; ok is false for streams outside the
 // feed and for journal events (domain.IsJournalEvent: billing calls), which
 // change nothing a sync job reads, so they do not make it re-fetch the account.
-func (s *Service) feedChange(rec eventstore.RecordedEvent) (Change, bool) {
+func feedChange(reg *domain.Registry, rec eventstore.RecordedEvent) (Change, bool) {
 	if domain.IsJournalEvent(rec.Type) {
 		return Change{}, false
 	}
@@ -165,7 +170,7 @@ func (s *Service) feedChange(rec eventstore.RecordedEvent) (Change, bool) {
 			ch.Time = md.OccurredAt
 		}
 		if k.entity == EntityAccount {
-			s.feedItemChange(rec, &ch)
+			feedItemChange(reg, rec, &ch)
 		}
 		return ch, true
 	}
@@ -174,8 +179,8 @@ func (s *Service) feedChange(rec eventstore.RecordedEvent) (Change, bool) {
 
 // feedItemChange turns an account stream's subscription and device
 // events into changes of those entities.
-func (s *Service) feedItemChange(rec eventstore.RecordedEvent, ch *Change) {
-	e, err := s.cfg.Registry.Decode(rec.Type, rec.Data)
+func feedItemChange(reg *domain.Registry, rec eventstore.RecordedEvent, ch *Change) {
+	e, err := reg.Decode(rec.Type, rec.Data)
 	if err != nil {
 		return // an event this node does not know: reported as an account change
 	}
@@ -196,24 +201,24 @@ func (s *Service) feedItemChange(rec eventstore.RecordedEvent, ch *Change) {
 // feedOwners finds the provider of the streams of one feed call, for a
 // provider-scoped caller.
 type feedOwners struct {
-	s     *Service
+	r     *reader
 	known map[string]int64 // stream → provider (0: none)
 }
 
 // visible reports whether a scoped caller may see change ch of rec.
-func (o *feedOwners) visible(ctx context.Context, c Caller, rec eventstore.RecordedEvent, ch Change) (bool, error) {
+func (o *feedOwners) visible(ctx context.Context, c app.Caller, rec eventstore.RecordedEvent, ch Change) (bool, error) {
 	switch {
 	case strings.HasPrefix(rec.Stream, feedStreamPrefix(domain.ChannelStream)),
 		strings.HasPrefix(rec.Stream, feedStreamPrefix(domain.CategoryStream)):
 		return true, nil // shared by every provider
 	case strings.HasPrefix(rec.Stream, feedStreamPrefix(domain.ProviderStream)):
-		return c.allows(ch.ID), nil
+		return c.Allows(ch.ID), nil
 	}
 	p, err := o.provider(ctx, rec.Stream)
 	if err != nil {
 		return false, err
 	}
-	return p != 0 && c.allows(p), nil
+	return p != 0 && c.Allows(p), nil
 }
 
 // provider returns the provider an account or tariff stream belongs to:
@@ -226,18 +231,18 @@ func (o *feedOwners) provider(ctx context.Context, stream string) (int64, error)
 	var p int64
 	if rest, ok := strings.CutPrefix(stream, feedStreamPrefix(domain.AccountStream)); ok {
 		if id, err := strconv.ParseInt(rest, 10, 64); err == nil {
-			p, _ = o.s.cfg.Model.AccountOwner(id)
+			p, _ = o.r.cfg.Model.AccountOwner(id)
 		}
 	} else if rest, ok := strings.CutPrefix(stream, feedStreamPrefix(domain.TariffStream)); ok {
 		if id, err := strconv.ParseInt(rest, 10, 64); err == nil {
-			if t, ok := o.s.cfg.Model.Tariff(id); ok {
+			if t, ok := o.r.cfg.Model.Tariff(id); ok {
 				p = t.Provider
 			}
 		}
 	}
 	if p == 0 {
 		// An undecodable first event names no provider; it is not an error.
-		e, _, _, err := record.First(ctx, o.s.rec, stream)
+		e, _, _, err := record.First(ctx, o.r.rec, stream)
 		var undecodable *record.DecodeError
 		if err != nil && !errors.As(err, &undecodable) {
 			return 0, err

@@ -1,4 +1,4 @@
-package service
+package query
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/internal/app"
 )
 
 // HistoryEntry is one change of an account: an event of its stream with
@@ -23,13 +24,13 @@ type HistoryEntry struct {
 	Changes   []domain.FieldChange
 }
 
-// AccountHistory returns every change of account id, oldest first, read
-// from its stream in the event store (so it outlives the account: a
-// deleted account's history is still there). It fails with
-// domain.ErrNotFound when the account never existed and ErrForbidden when
-// it belongs to a provider outside the caller's scope.
-func (s *Service) AccountHistory(ctx context.Context, c Caller, id int64) ([]HistoryEntry, error) {
-	envs, err := s.readEnvelopes(ctx, domain.AccountStream(id))
+// History returns every change of account id, oldest first, read from its
+// stream in the event store (so it outlives the account: a deleted
+// account's history is still there). It fails with domain.ErrNotFound when
+// the account never existed and app.ErrForbidden when it belongs to a
+// provider outside the caller's scope.
+func (q *Accounts) History(ctx context.Context, c app.Caller, id int64) ([]HistoryEntry, error) {
+	envs, err := q.r.envelopes(ctx, domain.AccountStream(id))
 	if errors.Is(err, eventstore.ErrStreamNotFound) {
 		return nil, fmt.Errorf("account %d: %w", id, domain.ErrNotFound)
 	}
@@ -57,7 +58,7 @@ func (s *Service) AccountHistory(ctx context.Context, c Caller, id int64) ([]His
 			if st.Provider == 0 {
 				return nil, fmt.Errorf("account %d: %w", id, domain.ErrNotFound)
 			}
-			if err := c.checkScope(st.Provider); err != nil {
+			if err := c.CheckScope(st.Provider); err != nil {
 				return nil, fmt.Errorf("account %d: %w", id, err)
 			}
 		}

@@ -1,7 +1,6 @@
-package service_test
+package query_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,9 +10,7 @@ import (
 	"time"
 
 	"tvsm/domain"
-	"tvsm/internal/service"
-	"tvsm/internal/testkit/nodetest"
-	"tvsm/internal/testkit/testutil"
+	"tvsm/internal/app/query"
 )
 
 var sendT0 = time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
@@ -48,7 +45,7 @@ func sendHistory() []domain.Envelope {
 }
 
 // receipts renders a command's receipts as "device:status ...".
-func receipts(c service.CommandView) string {
+func receipts(c query.CommandView) string {
 	out := ""
 	for i, r := range c.Receipts {
 		if i > 0 {
@@ -65,25 +62,25 @@ func TestFoldSendStates(t *testing.T) {
 		name     string
 		now      time.Time
 		extra    []domain.Envelope
-		states   []service.CommandState
+		states   []query.CommandState
 		receipts []string
 	}{
 		{"at once", sendT0.Add(5 * time.Minute), nil,
-			[]service.CommandState{service.CommandDone, service.CommandSending, service.CommandQueued, service.CommandQueued},
+			[]query.CommandState{query.CommandDone, query.CommandSending, query.CommandQueued, query.CommandQueued},
 			[]string{"1:sent 2:sent", "1:confirmed 2:acked 3:sent", "", ""}},
 		{"after post_time", sendT0.Add(10 * time.Minute), nil,
-			[]service.CommandState{service.CommandDone, service.CommandSending, service.CommandSending, service.CommandDone},
+			[]query.CommandState{query.CommandDone, query.CommandSending, query.CommandSending, query.CommandDone},
 			[]string{"1:sent 2:sent", "1:confirmed 2:acked 3:sent", "", ""}},
 		{"after the confirm's ttl", sendT0.Add(time.Hour), nil,
-			[]service.CommandState{service.CommandDone, service.CommandExpired, service.CommandSending, service.CommandDone},
+			[]query.CommandState{query.CommandDone, query.CommandExpired, query.CommandSending, query.CommandDone},
 			[]string{"1:sent 2:sent", "1:confirmed 2:acked 3:expired", "", ""}},
 		{"expiry recorded before the clock says so", sendT0.Add(20 * time.Minute), []domain.Envelope{expired},
-			[]service.CommandState{service.CommandDone, service.CommandSending, service.CommandExpired, service.CommandDone},
+			[]query.CommandState{query.CommandDone, query.CommandSending, query.CommandExpired, query.CommandDone},
 			[]string{"1:sent 2:sent", "1:confirmed 2:acked 3:sent", "", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, err := service.FoldSend(append(sendHistory(), tt.extra...), tt.now)
+			v, err := query.FoldSend(append(sendHistory(), tt.extra...), tt.now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +94,7 @@ func TestFoldSendStates(t *testing.T) {
 }
 
 func TestFoldSendReceipts(t *testing.T) {
-	v, err := service.FoldSend(sendHistory(), sendT0.Add(5*time.Minute))
+	v, err := query.FoldSend(sendHistory(), sendT0.Add(5*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +106,7 @@ func TestFoldSendReceipts(t *testing.T) {
 	if c.Sent != 3 || c.Acked != 2 || c.Confirmed != 1 {
 		t.Errorf("counts %d/%d/%d, want 3/2/1", c.Sent, c.Acked, c.Confirmed)
 	}
-	want := service.DeviceReceipt{Device: 1, Status: service.ReceiptConfirmed,
+	want := query.DeviceReceipt{Device: 1, Status: query.ReceiptConfirmed,
 		Sent: sendT0.Add(time.Second), Acked: sendT0.Add(2 * time.Second), Confirmed: sendT0.Add(time.Minute)}
 	if c.Receipts[0] != want {
 		t.Errorf("device 1: %+v, want %+v", c.Receipts[0], want)
@@ -123,7 +120,7 @@ func TestFoldSendReceipts(t *testing.T) {
 // repeats (the dispatcher may record a step twice).
 func TestFoldSendOrderAndRepeats(t *testing.T) {
 	now := sendT0.Add(time.Hour)
-	want, err := service.FoldSend(sendHistory(), now)
+	want, err := query.FoldSend(sendHistory(), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +128,7 @@ func TestFoldSendOrderAndRepeats(t *testing.T) {
 	for range 20 {
 		events := append(sendHistory(), sendHistory()[1:]...)
 		r.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
-		got, err := service.FoldSend(events, now)
+		got, err := query.FoldSend(events, now)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("shuffled and repeated: %+v, %v\nwant %+v", got, err, want)
 		}
@@ -139,71 +136,8 @@ func TestFoldSendOrderAndRepeats(t *testing.T) {
 }
 
 func TestFoldSendWithoutIssue(t *testing.T) {
-	_, err := service.FoldSend(sendHistory()[1:], sendT0)
+	_, err := query.FoldSend(sendHistory()[1:], sendT0)
 	if !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("error %v, want ErrNotFound", err)
-	}
-}
-
-func encodeSendID(id int64) ([]byte, error) { return json.Marshal(id) }
-
-func sendOf(t *testing.T, svc *service.Service, c service.Caller, in service.SendInput) int64 {
-	t.Helper()
-	body, err := svc.SendCommands(context.Background(), c, in, encodeSendID)
-	if err != nil {
-		t.Fatalf("send: %v", err)
-	}
-	var id int64
-	if err := json.Unmarshal(body, &id); err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
-func restartTo(r domain.Recipients, ids ...int64) service.SendInput {
-	return service.SendInput{Recipients: r, IDs: ids,
-		Commands: []domain.CommandSpec{{Kind: domain.CommandRestart, Object: json.RawMessage(`{"command":"restart"}`)}}}
-}
-
-func TestSendCommandsScope(t *testing.T) {
-	clock := testutil.NewClock(sendT0)
-	env := nodetest.StartWith(t, nodetest.Options{Clock: clock.Now})
-	svc := env.Node.Service
-	ctx := context.Background()
-	pA, pB := provider(t, env, "A"), provider(t, env, "B")
-	a1, b1 := create(t, svc, root, accountInput(pA, "a1")), create(t, svc, root, accountInput(pB, "b1"))
-	opsA := service.Caller{Admin: "ops-a", Scope: new(pA), RequestID: "t"}
-	opsB := service.Caller{Admin: "ops-b", Scope: new(pB), RequestID: "t"}
-
-	ofA := sendOf(t, svc, root, restartTo(domain.RecipientAccounts, a1))
-	spanning := sendOf(t, svc, root, restartTo(domain.RecipientProviders, pA, pB))
-	if v, err := svc.CommandReceipts(ctx, opsA, ofA); err != nil || *v.Scope != pA || v.IssuedBy != domain.AdminActor(root.Admin) {
-		t.Errorf("A's admin on a superadmin's send to A: %+v, %v", v, err)
-	}
-	for _, c := range []struct {
-		caller service.Caller
-		id     int64
-	}{{opsB, ofA}, {opsA, spanning}} {
-		if _, err := svc.CommandReceipts(ctx, c.caller, c.id); !errors.Is(err, service.ErrForbidden) {
-			t.Errorf("%s on send %d: %v, want ErrForbidden", c.caller.Admin, c.id, err)
-		}
-	}
-	if _, err := svc.CommandReceipts(ctx, root, spanning+100); !errors.Is(err, domain.ErrNotFound) {
-		t.Errorf("unknown send: %v", err)
-	}
-
-	// Unknown ids are a 400 even when others are out of scope, and a long
-	// list of them is named only in part.
-	many := restartTo(domain.RecipientAccounts, b1)
-	for i := range 30 {
-		many.IDs = append(many.IDs, 900000+int64(i))
-	}
-	_, err := svc.SendCommands(ctx, opsA, many, encodeSendID)
-	var ve *domain.ValidationError
-	if !errors.As(err, &ve) || len(ve.Fields) != domain.MaxReportedIDs || ve.Fields["ids[1]"] != "unknown account 900000" {
-		t.Errorf("error %v, want %d fields from ids[1]", err, domain.MaxReportedIDs)
-	}
-	if _, err := svc.SendCommands(ctx, opsA, restartTo(domain.RecipientAccounts, a1, b1), encodeSendID); !errors.Is(err, service.ErrForbidden) {
-		t.Errorf("A's admin to B's account: %v, want ErrForbidden", err)
 	}
 }

@@ -1,4 +1,4 @@
-package stats_test
+package query_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/internal/app/query"
 	"tvsm/projections"
 	"tvsm/projections/readmodel"
 	"tvsm/projections/stats"
@@ -42,7 +43,7 @@ func (l *callLog) Tariff(r *stats.SubscriptionDay, name string) error {
 
 // subscriptionService has providers 1–4 (2 and 4 with rows on two days)
 // and rows of provider 5, since deleted.
-func subscriptionService(t *testing.T) *stats.Service {
+func subscriptionService(t *testing.T) *query.Statistics {
 	t.Helper()
 	reg := domain.NewRegistry()
 	domain.RegisterEvents(reg)
@@ -78,14 +79,14 @@ func subscriptionService(t *testing.T) *stats.Service {
 	if err := facts.WriteSubscriptionDays(context.Background(), rows); err != nil {
 		t.Fatal(err)
 	}
-	return stats.NewService(facts, stats.ReadModelCatalog{Model: model}, stats.Yesterday{Clock: func() time.Time { return at.AddDate(0, 0, 3) }})
+	return query.NewStatistics(facts, query.ReadModelCatalog{Model: model}, query.Yesterday{Clock: func() time.Time { return at.AddDate(0, 0, 3) }})
 }
 
 func TestSubscriptionsStreamEveryProviderInTurn(t *testing.T) {
 	svc := subscriptionService(t)
 	d := statstest.D("2026-03-01")
 	var got callLog
-	if err := svc.Subscriptions(context.Background(), stats.Query{From: d, To: d + 1}, &got); err != nil {
+	if err := svc.Subscriptions(context.Background(), query.StatsQuery{From: d, To: d + 1}, &got); err != nil {
 		t.Fatal(err)
 	}
 	// Tariff 21 is not in the catalog: it is listed with an empty name.
@@ -97,12 +98,12 @@ func TestSubscriptionsStreamEveryProviderInTurn(t *testing.T) {
 
 	// One provider; a range of days without rows; nothing closed yet.
 	for _, c := range []struct {
-		q    stats.Query
+		q    query.StatsQuery
 		want string
 	}{
-		{stats.Query{From: d, To: d, Provider: 4}, fmt.Sprintf(`begin 4|day %v|tariff 40 "Four" enabled=4|end`, d)},
-		{stats.Query{From: d + 10, To: d + 20}, "begin 1|end|begin 2|end|begin 3|end|begin 4|end"},
-		{stats.Query{From: d + 2, To: d + 2, Provider: 3}, "begin 3|end"},
+		{query.StatsQuery{From: d, To: d, Provider: 4}, fmt.Sprintf(`begin 4|day %v|tariff 40 "Four" enabled=4|end`, d)},
+		{query.StatsQuery{From: d + 10, To: d + 20}, "begin 1|end|begin 2|end|begin 3|end|begin 4|end"},
+		{query.StatsQuery{From: d + 2, To: d + 2, Provider: 3}, "begin 3|end"},
 	} {
 		var got callLog
 		if err := svc.Subscriptions(context.Background(), c.q, &got); err != nil {
@@ -119,11 +120,23 @@ func TestSubscriptionsStopAtTheWritersError(t *testing.T) {
 	d := statstest.D("2026-03-01")
 	for failAt := 1; failAt <= 15; failAt++ {
 		got := callLog{failAt: failAt}
-		if err := svc.Subscriptions(context.Background(), stats.Query{From: d, To: d + 1}, &got); !errors.Is(err, errWriter) {
+		if err := svc.Subscriptions(context.Background(), query.StatsQuery{From: d, To: d + 1}, &got); !errors.Is(err, errWriter) {
 			t.Fatalf("writer failing at call %d: error %v", failAt, err)
 		}
 		if len(got.calls) != failAt {
 			t.Fatalf("writer failing at call %d was called %d times", failAt, len(got.calls))
 		}
+	}
+}
+
+func TestYesterdayIsClosed(t *testing.T) {
+	now := time.Date(2026, 3, 1, 22, 0, 0, 0, time.UTC)
+	y := query.Yesterday{Location: time.FixedZone("UTC+3", 3*3600), Clock: func() time.Time { return now }}
+	want, err := stats.ParseDay("2026-03-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := y.ClosedThrough(); !ok || d != want {
+		t.Errorf("at 01:00 on 2 March (UTC+3): closed through %v, %v; want 2026-03-01", d, ok)
 	}
 }

@@ -1,0 +1,128 @@
+// Package command is the write side of the application: every change the
+// Provider, Admin and Device APIs make is a command handled here. A handler
+// checks the caller's scope and the request's fields (naming every bad field
+// at once), takes new ids, runs the domain's decision through the executor
+// (internal/app: load the stream, decide, append with the expected revision,
+// retry on conflict), waits until the read model shows the write
+// (read-your-writes) and answers with the changed object as the queries
+// show it. Each resource has a small handler type of its own (Accounts,
+// Tariffs, Sends, ...); New builds them all over one Config.
+//
+// Handlers know nothing of HTTP. A create run inside app.Executor.Idempotent
+// takes its ids from Executor.NewID with the context it is given, so a
+// retried request creates the same objects once.
+package command
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+	"tvsm/eventstore/record"
+	"tvsm/internal/adapters/devauth"
+	"tvsm/internal/app"
+	"tvsm/internal/app/query"
+	"tvsm/projections/readmodel"
+)
+
+// Config holds the dependencies of the command handlers.
+type Config struct {
+	Executor *app.Executor
+	// Model is read to check references (does the tariff exist?) and scope
+	// before a command is decided.
+	Model *readmodel.Model
+	// Applied is the read model's applied position (its runner's Progress).
+	Applied app.ProgressWaiter
+	// Queries render the answers to writes.
+	Queries *query.Queries
+	// ReadYourWritesTimeout bounds the wait for the read model after a write
+	// (default app.DefaultReadTimeout); past it the write is done but the
+	// call fails with app.ErrReadModelLag (503).
+	ReadYourWritesTimeout time.Duration
+	// BcryptCost hashes admin passwords (default 10).
+	BcryptCost int
+	Logger     *slog.Logger
+	// Clock is the time of checks that depend on it; default time.Now.
+	// Give it the executor's clock.
+	Clock func() time.Time
+	// DeviceTokens issues device tokens at login; device login fails
+	// without it.
+	DeviceTokens *devauth.Signer
+}
+
+// Commands are the command handlers, one per resource.
+type Commands struct {
+	Accounts      *Accounts
+	Subscriptions *Subscriptions
+	Devices       *Devices
+	Providers     *Providers
+	Tariffs       *Tariffs
+	Channels      *Channels
+	Categories    *Categories
+	Admins        *Admins
+	Sends         *Sends
+}
+
+// New returns the command handlers over cfg.
+func New(cfg Config) (*Commands, error) {
+	if cfg.Executor == nil || cfg.Model == nil || cfg.Applied == nil || cfg.Queries == nil {
+		return nil, errors.New("command: Executor, Model, Applied and Queries are required")
+	}
+	if cfg.BcryptCost <= 0 {
+		cfg.BcryptCost = 10
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	w := &writer{cfg: cfg, x: cfg.Executor, model: cfg.Model, q: cfg.Queries, log: cfg.Logger,
+		rec: cfg.Executor.Log()}
+	return &Commands{
+		Accounts:      &Accounts{w},
+		Subscriptions: &Subscriptions{w},
+		Devices:       &Devices{w},
+		Providers:     &Providers{w},
+		Tariffs:       &Tariffs{w},
+		Channels:      &Channels{w},
+		Categories:    &Categories{w},
+		Admins:        &Admins{w},
+		Sends:         &Sends{w},
+	}, nil
+}
+
+// writer is what every command handler shares.
+type writer struct {
+	cfg   Config
+	x     *app.Executor
+	model *readmodel.Model
+	q     *query.Queries
+	log   *slog.Logger
+	rec   record.Log // for events no decision makes, and for reading streams back
+}
+
+// now is the handlers' time, in UTC.
+func (w *writer) now() time.Time { return w.cfg.Clock().UTC() }
+
+// written waits until the read model has applied pos, so that the caller's
+// next read sees its write.
+func (w *writer) written(ctx context.Context, pos eventstore.Position) error {
+	if pos.IsZero() {
+		return nil
+	}
+	return app.WaitApplied(ctx, w.cfg.Applied, pos, w.cfg.ReadYourWritesTimeout)
+}
+
+// execute runs cmd on stream with the caller's metadata and waits until
+// the read model shows its result.
+func execute[S, C any](ctx context.Context, w *writer, c app.Caller, stream string, d domain.Decider[S, C], cmd C) (app.Result[S], error) {
+	res, err := app.Execute(ctx, w.x, stream, d, cmd, c.Meta())
+	if err != nil {
+		return res, err
+	}
+	return res, w.written(ctx, res.Position)
+}

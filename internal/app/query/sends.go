@@ -1,0 +1,43 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+	"tvsm/internal/app"
+)
+
+// Sends answers the reads of command sends.
+type Sends struct{ r *reader }
+
+// Receipts returns send id with what became of each of its commands on each
+// device, folded (FoldSend) from command-{id} and receipt-{id} at the
+// queries' time. A send is shown to superadmins and to the admins of its
+// scope's provider: app.ErrForbidden for others, as other Provider API
+// reads answer; domain.ErrNotFound when there is no such send.
+func (q *Sends) Receipts(ctx context.Context, c app.Caller, id int64) (SendView, error) {
+	// Receipts first: a receipt read then had its delivery recorded before
+	// it, so the command stream read after shows the delivery too.
+	receipts, err := q.r.envelopes(ctx, domain.ReceiptStream(id))
+	if err != nil && !errors.Is(err, eventstore.ErrStreamNotFound) {
+		return SendView{}, err
+	}
+	events, err := q.r.envelopes(ctx, domain.CommandStream(id))
+	if errors.Is(err, eventstore.ErrStreamNotFound) {
+		return SendView{}, fmt.Errorf("send %d: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return SendView{}, err
+	}
+	v, err := FoldSend(append(events, receipts...), q.r.now())
+	if err != nil {
+		return SendView{}, fmt.Errorf("send %d: %w", id, err)
+	}
+	if c.Scope != nil && (v.Scope == nil || *v.Scope != *c.Scope) {
+		return SendView{}, fmt.Errorf("send %d: %w", id, app.ErrForbidden)
+	}
+	return v, nil
+}
