@@ -1,12 +1,9 @@
 package httpapi
 
 import (
-	"context"
-
 	"github.com/gin-gonic/gin"
 
 	"tvsm/httpapi/wire"
-	"tvsm/internal/app"
 	"tvsm/internal/app/command"
 	"tvsm/internal/app/query"
 	"tvsm/projections/readmodel"
@@ -23,38 +20,25 @@ var providerAccountList = ListSpec{
 	},
 }
 
-func (h *providerHandlers) listAccounts(c *gin.Context) {
-	q, err := ParseListQuery(c, providerAccountList)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	aq := readmodel.AccountQuery{Page: providerPage(q), QuickSearch: q.QuickSearch}
-	bad := map[string]string{}
-	aq.Provider = providerFilterID(q, "provider", bad)
-	if v, ok := q.Bool("enabled"); ok {
-		aq.Enabled = &v
-	}
-	aq.Login, _ = q.String("login")
-	if v, ok := q.String("remote_custom_field"); ok {
-		aq.RemoteCustomField = &v
-	}
-	if len(bad) > 0 {
-		WriteError(c, ValidationFailed(bad))
-		return
-	}
-	l, err := h.api.AccountReads.List(c.Request.Context(), callerOf(c), aq)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	WriteList(c, q, l.Total, func(yield func(providerAccountJSON) bool) {
-		for a := range l.Items {
-			if !yield(providerAccount(a)) {
-				return
+// providerAccounts is /accounts.
+func providerAccounts(api ProviderAPI, idem Idempotency) providerResource[query.AccountView, command.AccountInput, readmodel.AccountQuery, providerAccountJSON] {
+	return providerResource[query.AccountView, command.AccountInput, readmodel.AccountQuery, providerAccountJSON]{
+		path: "/accounts", what: "account", spec: providerAccountList, idem: idem,
+		reads: api.AccountReads, writes: api.Accounts, del: api.Accounts.Delete,
+		query: func(q ListQuery, bad map[string]string) readmodel.AccountQuery {
+			aq := readmodel.AccountQuery{Page: providerPage(q), QuickSearch: q.QuickSearch}
+			aq.Provider = providerFilterID(q, "provider", bad)
+			if v, ok := q.Bool("enabled"); ok {
+				aq.Enabled = &v
 			}
-		}
-	})
+			aq.Login, _ = q.String("login")
+			if v, ok := q.String("remote_custom_field"); ok {
+				aq.RemoteCustomField = &v
+			}
+			return aq
+		},
+		decode: readProviderAccount, view: providerAccount, render: encodeProviderAccount,
+	}
 }
 
 // providerFilterID returns an id filter's value (0: not given), recording
@@ -66,63 +50,6 @@ func providerFilterID(q ListQuery, name string, bad map[string]string) int64 {
 		return 0
 	}
 	return v
-}
-
-func (h *providerHandlers) getAccount(c *gin.Context) {
-	id, err := providerPathID(c)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	a, err := h.api.AccountReads.Get(c.Request.Context(), callerOf(c), id)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	providerJSON(c, providerAccount(a))
-}
-
-// postAccount creates an account, or updates one when the body carries its
-// id (spec §1.6).
-func (h *providerHandlers) postAccount(c *gin.Context) {
-	h.writeAccount(c, 0)
-}
-
-// putAccount updates the account of the path with a partial body.
-func (h *providerHandlers) putAccount(c *gin.Context) {
-	id, err := providerPathID(c)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	h.writeAccount(c, id)
-}
-
-func (h *providerHandlers) writeAccount(c *gin.Context, pathID int64) {
-	obj, err := ReadObject(c, wire.DecodeOptions{})
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	id, update := providerBodyID(obj, pathID)
-	in := readProviderAccount(obj)
-	if err := obj.Err(); err != nil {
-		WriteError(c, err)
-		return
-	}
-	if update {
-		a, err := h.api.Accounts.Update(c.Request.Context(), callerOf(c), id, in)
-		if err != nil {
-			WriteError(c, err)
-			return
-		}
-		providerJSON(c, providerAccount(a))
-		return
-	}
-	createOnce(c, h.idem, "account", fingerprintOf("account", in),
-		func(ctx context.Context, caller app.Caller) (query.AccountView, error) {
-			return h.api.Accounts.Create(ctx, caller, in)
-		}, encodeProviderAccount)
 }
 
 // readProviderAccount reads the account fields of a body (spec §2.1).
@@ -146,20 +73,6 @@ func readProviderAccount(obj *wire.Object) command.AccountInput {
 		in.Enabled = obj.Bool("enable")
 	}
 	return in
-}
-
-func (h *providerHandlers) deleteAccount(c *gin.Context) {
-	id, err := providerPathID(c)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	a, err := h.api.Accounts.Delete(c.Request.Context(), callerOf(c), id)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	providerJSON(c, providerAccount(a))
 }
 
 // accountHistory answers {"data":[...]}: every change of the account,

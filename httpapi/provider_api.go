@@ -32,34 +32,19 @@ func mountProvider(g *gin.RouterGroup, api ProviderAPI, idem Idempotency) {
 	if api.AccountReads == nil {
 		return
 	}
-	h := &providerHandlers{api: api, idem: idem}
-	g.GET("/accounts", h.listAccounts)
-	g.POST("/accounts", h.postAccount)
-	g.GET("/accounts/:id", h.getAccount)
-	g.PUT("/accounts/:id", h.putAccount)
-	g.POST("/accounts/:id", h.putAccount)
-	g.DELETE("/accounts/:id", h.deleteAccount)
+	h := &providerHandlers{api: api}
+	providerAccounts(api, idem).mount(g)
 	g.GET("/accounts/:id/history", h.accountHistory)
-
-	g.GET("/account_subscriptions", h.listSubscriptions)
-	g.POST("/account_subscriptions", h.postSubscription)
-	g.GET("/account_subscriptions/:id", h.getSubscription)
-	g.PUT("/account_subscriptions/:id", h.putSubscription)
-	g.POST("/account_subscriptions/:id", h.putSubscription)
-	g.DELETE("/account_subscriptions/:id", h.deleteSubscription)
-
-	g.GET("/devices", h.listDevices)
-	g.GET("/devices/:id", h.getDevice)
-	g.DELETE("/devices/:id", h.deleteDevice)
-
+	providerSubscriptions(api, idem).mount(g)
+	providerDevices(api).mount(g)
 	g.GET("/changes", h.changes)
 	mountCommands(g, api.Sends, api.Receipts, idem)
 }
 
-// providerHandlers are the Provider API's handlers.
+// providerHandlers are the Provider API's handlers beyond its collections:
+// account history and the change feed.
 type providerHandlers struct {
-	api  ProviderAPI
-	idem Idempotency
+	api ProviderAPI
 }
 
 // providerPathID parses the {id} of a route: 400 naming id when it is not

@@ -1,13 +1,11 @@
 package httpapi
 
 import (
-	"context"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"tvsm/httpapi/wire"
-	"tvsm/internal/app"
 	"tvsm/internal/app/command"
 	"tvsm/internal/app/query"
 	"tvsm/projections/readmodel"
@@ -24,73 +22,26 @@ var providerSubscriptionList = ListSpec{
 	},
 }
 
-func (h *providerHandlers) listSubscriptions(c *gin.Context) {
-	q, err := ParseListQuery(c, providerSubscriptionList)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	bad := map[string]string{}
-	sq := readmodel.SubscriptionQuery{
-		Page:     providerPage(q),
-		Account:  providerFilterID(q, "account", bad),
-		Tariff:   providerFilterID(q, "tarif", bad),
-		Provider: providerFilterID(q, "provider", bad),
-	}
-	if len(bad) > 0 {
-		WriteError(c, ValidationFailed(bad))
-		return
-	}
-	l, err := h.api.SubscriptionReads.List(c.Request.Context(), callerOf(c), sq)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	WriteList(c, q, l.Total, func(yield func(providerSubscriptionJSON) bool) {
-		for s := range l.Items {
-			if !yield(providerSubscription(s)) {
-				return
+// providerSubscriptions is /account_subscriptions.
+func providerSubscriptions(api ProviderAPI, idem Idempotency) providerResource[readmodel.Subscription, command.SubscriptionInput, readmodel.SubscriptionQuery, providerSubscriptionJSON] {
+	return providerResource[readmodel.Subscription, command.SubscriptionInput, readmodel.SubscriptionQuery, providerSubscriptionJSON]{
+		path: "/account_subscriptions", what: "subscription", spec: providerSubscriptionList, idem: idem,
+		reads: api.SubscriptionReads, writes: api.Subscriptions, del: api.Subscriptions.Delete,
+		query: func(q ListQuery, bad map[string]string) readmodel.SubscriptionQuery {
+			return readmodel.SubscriptionQuery{
+				Page:     providerPage(q),
+				Account:  providerFilterID(q, "account", bad),
+				Tariff:   providerFilterID(q, "tarif", bad),
+				Provider: providerFilterID(q, "provider", bad),
 			}
-		}
-	})
+		},
+		decode: readProviderSubscription, view: providerSubscription, render: encodeProviderSubscription,
+	}
 }
 
-func (h *providerHandlers) getSubscription(c *gin.Context) {
-	id, err := providerPathID(c)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	s, err := h.api.SubscriptionReads.Get(c.Request.Context(), callerOf(c), id)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	providerJSON(c, providerSubscription(s))
-}
-
-// postSubscription creates a subscription, or updates one when the body
-// carries its id (ending it with "stop", spec §3).
-func (h *providerHandlers) postSubscription(c *gin.Context) {
-	h.writeSubscription(c, 0)
-}
-
-func (h *providerHandlers) putSubscription(c *gin.Context) {
-	id, err := providerPathID(c)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	h.writeSubscription(c, id)
-}
-
-func (h *providerHandlers) writeSubscription(c *gin.Context, pathID int64) {
-	obj, err := ReadObject(c, wire.DecodeOptions{})
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	id, update := providerBodyID(obj, pathID)
+// readProviderSubscription reads the subscription fields of a body; an
+// update that ends it sends "stop".
+func readProviderSubscription(obj *wire.Object) command.SubscriptionInput {
 	in := command.SubscriptionInput{
 		Account: obj.Int64("account"),
 		Tariff:  obj.Int64("tarif"),
@@ -100,37 +51,7 @@ func (h *providerHandlers) writeSubscription(c *gin.Context, pathID int64) {
 	if !obj.Has("tarif") { // the spelling of the billing interface
 		in.Tariff = obj.Int64("tariff")
 	}
-	if err := obj.Err(); err != nil {
-		WriteError(c, err)
-		return
-	}
-	if update {
-		s, err := h.api.Subscriptions.Update(c.Request.Context(), callerOf(c), id, in)
-		if err != nil {
-			WriteError(c, err)
-			return
-		}
-		providerJSON(c, providerSubscription(s))
-		return
-	}
-	createOnce(c, h.idem, "subscription", fingerprintOf("subscription", in),
-		func(ctx context.Context, caller app.Caller) (readmodel.Subscription, error) {
-			return h.api.Subscriptions.Create(ctx, caller, in)
-		}, encodeProviderSubscription)
-}
-
-func (h *providerHandlers) deleteSubscription(c *gin.Context) {
-	id, err := providerPathID(c)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	s, err := h.api.Subscriptions.Delete(c.Request.Context(), callerOf(c), id)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	providerJSON(c, providerSubscription(s))
+	return in
 }
 
 // providerDeviceList is what GET /api/provider/devices accepts.
@@ -143,64 +64,23 @@ var providerDeviceList = ListSpec{
 	},
 }
 
-func (h *providerHandlers) listDevices(c *gin.Context) {
-	q, err := ParseListQuery(c, providerDeviceList)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	bad := map[string]string{}
-	dq := readmodel.DeviceQuery{
-		Page:     providerPage(q),
-		Account:  providerFilterID(q, "account", bad),
-		Provider: providerFilterID(q, "provider", bad),
-	}
-	dq.UniqueID, _ = q.String("unique_id")
-	if len(bad) > 0 {
-		WriteError(c, ValidationFailed(bad))
-		return
-	}
-	l, err := h.api.DeviceReads.List(c.Request.Context(), callerOf(c), dq)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	WriteList(c, q, l.Total, func(yield func(providerDeviceJSON) bool) {
-		for d := range l.Items {
-			if !yield(providerDevice(d)) {
-				return
+// providerDevices is /devices: read, and DELETE unbinds a device from its
+// account.
+func providerDevices(api ProviderAPI) providerResource[readmodel.Device, struct{}, readmodel.DeviceQuery, providerDeviceJSON] {
+	return providerResource[readmodel.Device, struct{}, readmodel.DeviceQuery, providerDeviceJSON]{
+		path: "/devices", what: "device", spec: providerDeviceList,
+		reads: api.DeviceReads, del: api.Devices.Unbind,
+		query: func(q ListQuery, bad map[string]string) readmodel.DeviceQuery {
+			dq := readmodel.DeviceQuery{
+				Page:     providerPage(q),
+				Account:  providerFilterID(q, "account", bad),
+				Provider: providerFilterID(q, "provider", bad),
 			}
-		}
-	})
-}
-
-func (h *providerHandlers) getDevice(c *gin.Context) {
-	id, err := providerPathID(c)
-	if err != nil {
-		WriteError(c, err)
-		return
+			dq.UniqueID, _ = q.String("unique_id")
+			return dq
+		},
+		view: providerDevice,
 	}
-	d, err := h.api.DeviceReads.Get(c.Request.Context(), callerOf(c), id)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	providerJSON(c, providerDevice(d))
-}
-
-// deleteDevice unbinds the device from its account.
-func (h *providerHandlers) deleteDevice(c *gin.Context) {
-	id, err := providerPathID(c)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	d, err := h.api.Devices.Unbind(c.Request.Context(), callerOf(c), id)
-	if err != nil {
-		WriteError(c, err)
-		return
-	}
-	providerJSON(c, providerDevice(d))
 }
 
 // changes answers the change feed:
