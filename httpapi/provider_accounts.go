@@ -83,7 +83,7 @@ func (h *providerHandlers) getAccount(c *gin.Context) {
 }
 
 // postAccount creates an account, or updates one when the body carries its
-// id (spec §1.6).
+// id (the Provider API's update rule: id plus the fields to change).
 func (h *providerHandlers) postAccount(c *gin.Context) {
 	h.writeAccount(c, 0)
 }
@@ -125,9 +125,10 @@ func (h *providerHandlers) writeAccount(c *gin.Context, pathID int64) {
 		}, encodeProviderAccount)
 }
 
-// readProviderAccount reads the account fields of a body (spec §2.1).
-// Spec §2.1 notes that the descriptive text once calls the switch "enable":
-// it is accepted when "enabled" is absent.
+// readProviderAccount reads the account fields of a body (the Provider
+// API's account object). TVIP's documentation once calls the switch
+// "enable" in its prose, though its payloads say "enabled": "enable" is
+// accepted when "enabled" is absent.
 func readProviderAccount(obj *wire.Object) command.AccountInput {
 	in := command.AccountInput{
 		Enabled:                obj.Bool("enabled"),

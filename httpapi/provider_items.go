@@ -70,7 +70,7 @@ func (h *providerHandlers) getSubscription(c *gin.Context) {
 }
 
 // postSubscription creates a subscription, or updates one when the body
-// carries its id (ending it with "stop", spec §3).
+// carries its id (ending it with "stop", as the Provider API does).
 func (h *providerHandlers) postSubscription(c *gin.Context) {
 	h.writeSubscription(c, 0)
 }
