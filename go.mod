@@ -3,7 +3,7 @@ module tvsm
 go 1.26.0
 
 require (
-	// Pinned: v2.27+ cannot batch-insert into ClickHouse 18.16 (DESIGN.md §1).
+	// Pinned: v2.27+ cannot batch-insert into ClickHouse 18.16.
 	github.com/ClickHouse/clickhouse-go/v2 v2.26.0
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/gin-gonic/gin v1.12.0

@@ -69,9 +69,9 @@ func (s Subscription) ActiveAt(now time.Time) bool {
 func (a Account) Exists() bool { return a.ID != 0 && !a.Deleted }
 
 // ServicesAvailable reports whether devices of the account get service at
-// now (spec §3): the account is enabled and has an active subscription. A
-// disabled account, or one without an active subscription, still authorises
-// its devices; they show a no-services message.
+// now: the account is enabled and has an active subscription. A disabled
+// account, or one without an active subscription, still authorises its
+// devices; they show a no-services message.
 func (a Account) ServicesAvailable(now time.Time) bool {
 	if !a.Exists() || !a.Enabled {
 		return false

@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// DeviceClass is the kind of a client device (spec §2.5).
+// DeviceClass is the kind of a client device, as the Statistics API
+// reports it (stb, tv, phone, tablet, web).
 type DeviceClass string
 
 // The device classes.

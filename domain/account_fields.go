@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// Limits of account fields (spec §2.1 gives none; these fit what operators'
-// billing systems hold and what a device screen can show).
+// Limits of account fields (the Provider API gives none; these fit what
+// operators' billing systems hold and what a device screen can show).
 const (
 	MaxAccountLoginLen      = 128
 	MaxFullnameLen          = 255
@@ -56,10 +56,10 @@ func NormalizePinMD5(pin string) (string, error) {
 }
 
 // CreateAccount creates account ID of Provider. Login, PinMD5, Fullname and
-// Provider are required; Enabled defaults to true (spec §4.1 lists it among
-// the create fields, and a new subscriber is expected to get service); nil
-// pointers are null fields. That Provider exists and Login is reserved is
-// checked outside the domain.
+// Provider are required; Enabled defaults to true (the Provider API lists it
+// among the create fields, and a new subscriber is expected to get
+// service); nil pointers are null fields. That Provider exists and Login is
+// reserved is checked outside the domain.
 type CreateAccount struct {
 	ID                     int64
 	Provider               int64

@@ -80,8 +80,9 @@ func TestAddSubscriptionLimit(t *testing.T) {
 	wantFields(t, decideErr(t, domain.AccountDecider(), domain.AccountCommand(cmd), given...), "account")
 }
 
-// TestSubscriptionTransitions follows spec §3: none → open-ended → ended at
-// stop, and an update that changes nothing appends nothing.
+// TestSubscriptionTransitions follows a subscription's states: none →
+// open-ended → ended at stop, and an update that changes nothing appends
+// nothing.
 func TestSubscriptionTransitions(t *testing.T) {
 	end := domain.UpdateSubscription{AccountID: 42, SubscriptionID: 1, Stop: domain.Some(day(3, 1))}
 	ended := domain.SubscriptionChanged{AccountID: 42, SubscriptionID: 1, Stop: domain.Some(day(3, 1))}
@@ -161,8 +162,8 @@ func TestUpdateSubscriptionValidation(t *testing.T) {
 		When(domain.UpdateSubscription{AccountID: 42, SubscriptionID: 1, Tariff: domain.Some[int64](5)}).Then(t)
 }
 
-// TestServicesAvailable follows spec §3: services need an enabled account
-// with a subscription active now.
+// TestServicesAvailable: services need an enabled account with a
+// subscription active now.
 func TestServicesAvailable(t *testing.T) {
 	d := domain.AccountDecider()
 	disabled := domain.AccountUpdated{AccountID: 42, Enabled: domain.Some(false)}

@@ -191,8 +191,8 @@ func TestUpdateAccountValidation(t *testing.T) {
 	}
 }
 
-// TestAccountEnabledTransitions follows spec §3: enabled true → false →
-// true, and a repeated switch appends nothing.
+// TestAccountEnabledTransitions follows the account's states: enabled
+// true → false → true, and a repeated switch appends nothing.
 func TestAccountEnabledTransitions(t *testing.T) {
 	disable := domain.UpdateAccount{ID: 42, Enabled: domain.Some(false)}
 	enable := domain.UpdateAccount{ID: 42, Enabled: domain.Some(true)}

@@ -18,11 +18,11 @@ func JournalEventTypes() []string { return []string{BillingCalledType} }
 func IsJournalEvent(eventType string) bool { return slices.Contains(JournalEventTypes(), eventType) }
 
 // BillingCalled records one call a device made to its operator's billing
-// through the proxy (spec §4.2): the route, what the device got back and how
-// long it took. It is appended to the account's stream (account-{id}) so it
-// shows in the account history; the call's time is the event's occurred-at.
-// It changes no account field: the account aggregate's Evolve passes over
-// it, and it is never decided, only recorded.
+// through the proxy: the route, what the device got back and how long it
+// took. It is appended to the account's stream (account-{id}) so it shows in
+// the account history; the call's time is the event's occurred-at. It
+// changes no account field: the account aggregate's Evolve passes over it,
+// and it is never decided, only recorded.
 type BillingCalled struct {
 	AccountID int64 `json:"account_id"`
 	Provider  int64 `json:"provider"`

@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// Recipients is the class of ids a command send addresses (spec §4.1).
+// Recipients is the class of ids a command send addresses: the
+// {recipients} of POST /api/provider/commands/send/{recipients}.
 type Recipients string
 
 // The recipient classes.
@@ -27,8 +28,8 @@ func ParseRecipients(s string) (Recipients, error) {
 	return "", fmt.Errorf("must be one of providers, accounts, devices")
 }
 
-// CommandKind is the `command` field of a command object (spec §2.3, plus
-// `update` of DESIGN.md §3).
+// CommandKind is the `command` field of a command object: the five kinds of
+// the Provider API, plus `update`.
 type CommandKind string
 
 // The command kinds.

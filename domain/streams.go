@@ -2,9 +2,9 @@ package domain
 
 import "strconv"
 
-// Stream names of the aggregates (DESIGN.md §2). Each command's Stream
-// method returns the stream its aggregate lives in, so the application layer
-// loads, decides and appends without knowing the naming.
+// Stream names of the aggregates. Each command's Stream method returns the
+// stream its aggregate lives in, so the application layer loads, decides and
+// appends without knowing the naming.
 
 // AccountStream returns "account-{id}": the account with its subscriptions
 // and devices.

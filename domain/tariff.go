@@ -22,10 +22,10 @@ type Tariff struct {
 // Exists reports whether the tariff was created and not deleted.
 func (t Tariff) Exists() bool { return t.ID != 0 && !t.Deleted }
 
-// Limits of tariff fields. Spec §8 recommends names up to 45 and
-// descriptions up to 300 characters because client cards show no more; the
-// domain accepts longer text (admins paste what they have) and leaves the
-// recommendation to the admin UI.
+// Limits of tariff fields. The billing interface's tariff model recommends
+// names up to 45 and descriptions up to 300 characters because client cards
+// show no more; the domain accepts longer text (admins paste what they have)
+// and leaves the recommendation to the admin UI.
 const (
 	MaxTariffNameLen                = 100
 	MaxTariffDescriptionLen         = 1000

@@ -98,7 +98,7 @@ const (
 )
 
 // textRule says what a free-text field may hold. Lengths count characters
-// (runes), not bytes, because the limits of spec §8 are shown to people.
+// (runes), not bytes, because the limits are about text shown to people.
 type textRule struct {
 	max       int
 	required  bool

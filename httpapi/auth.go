@@ -98,12 +98,12 @@ func CurrentPrincipal(c *gin.Context) (Principal, bool) {
 	return PrincipalFromContext(c.Request.Context())
 }
 
-// BasicAuth authenticates every request of the group it is used on with
-// HTTP Basic credentials (spec §5.1) and stores the Principal in the
-// request's context (CurrentPrincipal, PrincipalFromContext). Missing,
-// malformed or wrong credentials are answered 401 with the JSON error body
-// and WWW-Authenticate: Basic realm="tvsm". The client's address is given
-// to auth in the context (ClientAddress), so that ThrottleLogins can limit
+// BasicAuth authenticates every request of the group it is used on with HTTP
+// Basic credentials and stores the Principal in the request's context
+// (CurrentPrincipal, PrincipalFromContext). Missing, malformed or wrong
+// credentials are answered 401 with the JSON error body and
+// WWW-Authenticate: Basic realm="tvsm". The client's address is given to
+// auth in the context (ClientAddress), so that ThrottleLogins can limit
 // failures per address; a throttled attempt is answered 429 with
 // Retry-After.
 func BasicAuth(auth Authenticator) gin.HandlerFunc {

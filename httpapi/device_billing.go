@@ -62,9 +62,8 @@ type BillingOptions struct {
 	Clock func() time.Time
 }
 
-// MountBilling adds the billing proxy (spec §4.2, DESIGN.md §5) to r, the
-// Device API group at /api/device, whose middleware authenticates the
-// device first:
+// MountBilling adds the billing proxy to r, the Device API group at
+// /api/device, whose middleware authenticates the device first:
 //
 //	GET  /billing/cabinet           → {billing_url}/api/cabinet
 //	POST /billing/switch            → {billing_url}/api/switch
@@ -74,7 +73,7 @@ type BillingOptions struct {
 //	POST /billing/cabinet/password  → {billing_url}/api/cabinet/password
 //
 // Method, body and query go to billing unchanged, with the identifying
-// headers and signature of spec §5.2 and nothing else of the device's
+// headers and X-AUTH-TOKEN signature and nothing else of the device's
 // request but its Accept-Language. Billing's status, body and Content-Type
 // come back as they are. 404 when the feature is off or the device's
 // provider does not resolve billing; 413 for a body over the client's

@@ -255,7 +255,8 @@ func TestWriteErrorMapsErrors(t *testing.T) {
 }
 
 func TestErrorBodyFieldOrder(t *testing.T) {
-	// DESIGN.md §3 gives the body literally; keep the member order too.
+	// The error body is a fixed contract of every API; keep the member
+	// order too.
 	b, err := json.Marshal(ValidationFailed(map[string]string{"login": "required"}))
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ const (
 )
 
 // Error is an API error: an HTTP status and the JSON body every API answers
-// errors with (DESIGN.md §3):
+// errors with:
 //
 //	{"statusCode":400,"cause":"login: required","error":"validation_failed","fields":{"login":"required"}}
 type Error struct {

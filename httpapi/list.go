@@ -31,8 +31,9 @@ const (
 // MaxQuickSearch is the longest quick_search accepted, in bytes.
 const MaxQuickSearch = 1000
 
-// ListSpec is what one list endpoint accepts (DESIGN.md §3 Lists). The
-// accounts list, for example:
+// ListSpec is what one list endpoint accepts beyond the paging
+// (start, limit) and quick_search every list has: its sort keys and
+// filters. The accounts list, for example:
 //
 //	httpapi.ListSpec{
 //		Sort:    []string{"id", "login", "fullname", "created"},
@@ -85,7 +86,7 @@ func ParseListQuery(c *gin.Context, spec ListSpec) (ListQuery, error) {
 //	sort=login&dir=DESC      ExtJS 3 style (dir applies to a single key)
 //	sort=[{"property":"login","direction":"DESC"}]   ExtJS 4+ style
 //	quick_search=anna        free text
-//	provider=7&enabled=1     the spec's filters; an empty value means no filter
+//	provider=7&enabled=1     the list's filters; an empty value means no filter
 //	filter=[{"property":"provider","value":7}]       ExtJS 4+ filters (operator eq, or none)
 func (s ListSpec) Parse(values url.Values) (ListQuery, error) {
 	q := ListQuery{Limit: s.DefaultLimit}

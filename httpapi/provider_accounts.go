@@ -52,9 +52,10 @@ func providerFilterID(q ListQuery, name string, bad map[string]string) int64 {
 	return v
 }
 
-// readProviderAccount reads the account fields of a body (spec §2.1).
-// Spec §2.1 notes that the descriptive text once calls the switch "enable":
-// it is accepted when "enabled" is absent.
+// readProviderAccount reads the account fields of a body (the Provider
+// API's account object). TVIP's documentation once calls the switch
+// "enable" in its prose, though its payloads say "enabled": "enable" is
+// accepted when "enabled" is absent.
 func readProviderAccount(obj *wire.Object) command.AccountInput {
 	in := command.AccountInput{
 		Enabled:                obj.Bool("enabled"),

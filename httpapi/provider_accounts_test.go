@@ -25,8 +25,8 @@ func TestProviderAccountCreateAnswersEveryField(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("create: %d %s", status, body)
 	}
-	// Exact key set: every field of spec §2.1 plus created and
-	// services_available.
+	// Exact key set: every field of the Provider API's account object plus
+	// created and services_available.
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestProviderAccountLenientInput(t *testing.T) {
 
 	// 0/1 booleans, a numeric string for the provider, a login sent as a
 	// bare number, id null and read-only fields on create, an unknown
-	// field, and "enable" (the spec text's spelling).
+	// field, and "enable" (the spelling of TVIP's prose).
 	body := fmt.Sprintf(`{"id":null,"enabled":0,"login":100200,"pin_md5":"%s","fullname":"F","provider":"%d",
 		"created":"2020-01-01T00:00:00+0000","provider_dto":{"x":1},"last_online":"x","color":"red"}`,
 		"0123456789ABCDEF0123456789abcdef", prov)
@@ -560,7 +560,7 @@ func TestProviderAccountServicesAvailable(t *testing.T) {
 	if got := p.ok(t, http.MethodGet, path, nil); got["services_available"] != true {
 		t.Fatalf("active subscription: %v", got)
 	}
-	// Disabled: no services (spec §3), enabled again: services.
+	// Disabled: no services, enabled again: services.
 	if got := p.ok(t, http.MethodPost, "/accounts", map[string]any{"id": a.id(t), "enabled": false}); got["services_available"] != false || got["enabled"] != false {
 		t.Fatalf("disabled: %v", got)
 	}

@@ -218,7 +218,7 @@ func rawCommands(data []byte) []json.RawMessage {
 	return list
 }
 
-// readCommand reads a command object (spec §2.3).
+// readCommand reads a command object of the Provider API.
 func readCommand(o *wire.Object, raw json.RawMessage) domain.CommandSpec {
 	return domain.CommandSpec{
 		Kind:        domain.CommandKind(o.String("command").Or("")),

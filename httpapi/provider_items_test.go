@@ -52,7 +52,7 @@ func TestProviderSubscriptionLifecycle(t *testing.T) {
 		t.Fatalf("list %v", got)
 	}
 
-	// End it with POST-with-id and stop (spec §3).
+	// End it with POST-with-id and stop, as the Provider API does.
 	u := p.ok(t, http.MethodPost, "/account_subscriptions", map[string]any{"id": s.id(t), "stop": "2027-01-01T00:00:00Z"})
 	if u.str(t, "stop") != "2027-01-01T00:00:00+0000" || u.str(t, "start") != s.str(t, "start") {
 		t.Fatalf("ended %v", u)

@@ -14,13 +14,13 @@ import (
 	"tvsm/projections/readmodel"
 )
 
-// The JSON shapes of the Provider API. Field order follows spec §2; every
-// field is always present, null when unset. The *_dto fields and pin_md5
-// are always null (spec §2.1, §2.2).
+// The JSON shapes of the Provider API. Field order follows TVIP's
+// documentation of each object; every field is always present, null when
+// unset. The *_dto fields and pin_md5 are always null, as TVIP answers them.
 
-// providerAccountJSON is an account (spec §2.1), plus two read-only fields
-// of ours: created, and services_available (enabled with a subscription
-// active now: what the account's devices get, spec §3).
+// providerAccountJSON is an account (the Provider API's account object),
+// plus two read-only fields of ours: created, and services_available
+// (enabled with a subscription active now: what the account's devices get).
 type providerAccountJSON struct {
 	ID                     int64         `json:"id"`
 	Enabled                bool          `json:"enabled"`
@@ -114,8 +114,8 @@ func appendNullStruct(dst []byte, p *struct{}) []byte {
 	return append(dst, "{}"...)
 }
 
-// providerSubscriptionJSON is an account subscription (spec §2.2); stop is
-// null while open-ended.
+// providerSubscriptionJSON is an account subscription (the Provider API's
+// account_subscriptions object); stop is null while open-ended.
 type providerSubscriptionJSON struct {
 	ID         int64         `json:"id"`
 	Account    int64         `json:"account"`

@@ -30,11 +30,10 @@ type StatsService interface {
 
 // StatsWriteTimeout is how long a statistics answer may take to write: an
 // analyst's export of a long range outlasts the server's default write
-// timeout (PITFALLS 31).
+// timeout, so the statistics routes get a longer one of their own.
 const StatsWriteTimeout = 10 * time.Minute
 
-// MountStats adds the Statistics API (spec §4.3) to g, the /api/stats
-// group:
+// MountStats adds the Statistics API to g, the /api/stats group:
 //
 //	GET /subscription?from=&to=[&provider_id=]   behind auth, streamed
 //	GET /device?from=&to=[&provider_id=]         behind auth
@@ -145,7 +144,7 @@ func extendWriteDeadline(c *gin.Context) {
 // The answers are written with append-style encoders rather than
 // encoding/json: three years of a provider's subscription rows are over a
 // hundred thousand objects, and reflection would cost several times the
-// fact store's query. Field names and order are spec §2.5's.
+// fact store's query. Field names and order are the Statistics API's.
 
 func (h *statsHandlers) subscription(c *gin.Context) {
 	q, err := statsQuery(c)
@@ -329,8 +328,8 @@ func (w *statsStream) tariff(t *stats.SubscriptionDay, name []byte) {
 	w.buf = append(b, '}')
 }
 
-// viewing appends viewing time in the spec's units: the deprecated hours,
-// rounded to two decimals, then minutes, rounded to the nearest whole
+// viewing appends viewing time in the Statistics API's units: the deprecated
+// hours, rounded to two decimals, then minutes, rounded to the nearest whole
 // minute (half up).
 func (w *statsStream) viewing(live, dvr int64) {
 	b := strconv.AppendFloat(append(w.buf, `"live_hours":`...), hours(live), 'f', -1, 64)

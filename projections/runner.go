@@ -61,8 +61,10 @@ type RunnerOptions struct {
 	// current to the millisecond takes the log in fewer, larger batches.
 	// Without it a live runner wakes for every group commit: about a
 	// thousand times a second under write load, each time for a handful of
-	// events (and, for statistics kept in ClickHouse, an INSERT each:
-	// PITFALLS 21). Catch-up is never slowed. Default 0: every batch at once.
+	// events (and, for statistics kept in ClickHouse, an INSERT each, where
+	// ClickHouse wants few large inserts, about one a second:
+	// https://clickhouse.com/docs/optimize/bulk-inserts). Catch-up is never
+	// slowed. Default 0: every batch at once.
 	MinBatchInterval time.Duration
 }
 

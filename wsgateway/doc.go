@@ -11,7 +11,7 @@
 // bounded per-connection queue, which starts the writer if none runs, and a
 // device whose queue is full is disconnected as a slow consumer.
 //
-// Protocol (DESIGN.md §5). Server → device, one text message per command:
+// Protocol. Server → device, one text message per command:
 //
 //	{"type":"command","id":"<delivery id>","command":{...}}
 //

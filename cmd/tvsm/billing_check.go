@@ -18,7 +18,7 @@ const billingCheckUsage = `Usage: tvsm billing-check URL [flags]
 Calls an operator billing system at URL (the provider's billing url) the way
 the tvsm billing proxy does, with the same identifying headers and
 X-AUTH-TOKEN signature, and reports every deviation of its answers from the
-billing models of the specification: GET /api/cabinet, GET /api/tariff/{id}
+personal-account billing models: GET /api/cabinet, GET /api/tariff/{id}
 for each tariff the cabinet mentions, and the cabinet once more with a wrong
 signature, which billing must refuse. Only GET calls are made: nothing is
 changed on the billing side.

@@ -3,7 +3,7 @@
 //	tvsm serve      run the service
 //	tvsm simulate   run virtual devices against a node
 //	tvsm bench      load scenarios (broadcast)
-//	tvsm billing-check  check an operator billing against the spec
+//	tvsm billing-check  check an operator billing against the billing models
 //	tvsm version    print the version
 //	tvsm help       print this usage
 package main

@@ -2,9 +2,12 @@
 // domain.Decider, in the manner of Eventuous's AggregateSpec and
 // eventhorizon's command tables:
 //
-//	spec := domaintest.For(account.Decider).Codec(registry)
-//	spec.Given(created, enabled).When(disable).Then(t, disabled)
-//	spec.Given(created).When(addFourthDevice).ThenError(t, account.ErrDeviceLimit)
+//	spec := domaintest.For(domain.AccountDecider()).Codec(registry)
+//	spec.Given(created).When(disable).Then(t, disabled)
+//	spec.Given(created, stb).When(bindTV).ThenError(t, domain.ErrDeviceLimit)
+//
+// The package Example runs these lines; Spec.Run takes a table of Cases
+// instead.
 //
 // Every run also checks that Decide is deterministic (two runs on freshly
 // replayed states give equal results) and, with Codec, that every given and

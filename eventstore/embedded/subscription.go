@@ -17,7 +17,7 @@ const (
 	maxBatchBytes = 8 << 20
 	// maxScanWithoutMatch: after scanning this many filtered-out events the
 	// subscription reports an empty batch, so the checkpoint of a sparse
-	// filter keeps moving (PITFALLS 4).
+	// filter keeps moving instead of staying parked until the next match.
 	maxScanWithoutMatch = 16384
 )
 

@@ -10,12 +10,12 @@ import (
 
 // Layouts of the wire formats, in the time package's notation.
 const (
-	// DateTimeLayout is how date-times are written (spec §1.7): the offset
-	// has no colon.
+	// DateTimeLayout is how date-times are written in the Provider API and
+	// the billing interface: the offset has no colon.
 	DateTimeLayout = "2006-01-02T15:04:05-0700"
 	// DateLayout is the date of the Statistics API.
 	DateLayout = "2006-01-02"
-	// PostTimeLayout is a command's post_time: GMT, no offset (spec §2.3).
+	// PostTimeLayout is a command's post_time: GMT, no offset.
 	PostTimeLayout = "2006-01-02T15:04:05"
 )
 

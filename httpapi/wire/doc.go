@@ -1,5 +1,5 @@
 // Package wire holds the JSON wire forms of the Provider and Admin APIs that
-// the standard library does not give: the date and time formats of the spec
+// the standard library does not give: the date and time formats of the APIs
 // (DateTime "2026-11-22T17:59:41+0000", Date "2026-11-22", PostTime
 // "2026-11-22T17:59:41") and a decoder for request objects as real
 // integrations send them.

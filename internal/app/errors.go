@@ -25,7 +25,7 @@ var (
 	// ASCII. HTTP 400.
 	ErrInvalidIdempotencyKey = errors.New("app: invalid idempotency key")
 	// ErrTaken: a unique name (login) is reserved by another, live owner.
-	// HTTP 400 (DESIGN.md §3: a duplicate login is bad input).
+	// HTTP 400: a duplicate login is bad input, not a conflict.
 	ErrTaken = errors.New("app: already taken")
 	// ErrReadModelLag: the read model did not reach a write's position within
 	// the bounded wait. The write itself succeeded. HTTP 503.

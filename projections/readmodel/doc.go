@@ -1,8 +1,8 @@
-// Package readmodel is the in-memory read model of tvsm (DESIGN.md §1): the
-// providers, tariffs, channels, categories and administrators, and the
-// accounts with their subscriptions and devices, as the Provider, Admin and
-// Device APIs read them. It is rebuilt from the event log, persisted only
-// as snapshots, and has no database.
+// Package readmodel is the in-memory read model of tvsm: the providers,
+// tariffs, channels, categories and administrators, and the accounts with
+// their subscriptions and devices, as the Provider, Admin and Device APIs
+// read them. It is rebuilt from the event log, persisted only as snapshots,
+// and has no database.
 //
 // # Feeding it
 //

@@ -11,7 +11,8 @@ import (
 
 // Name is the projection name of the read model, the key of its checkpoint
 // and snapshot. Change it (readmodel.v2) when the state's shape or meaning
-// changes: a new name means a full replay (PITFALLS.md 12).
+// changes: the checkpoint is keyed by the name, so a new name means a full
+// replay.
 const Name = "readmodel.v2"
 
 // Model is the in-memory read model of providers, tariffs, channels,

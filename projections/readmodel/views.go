@@ -7,9 +7,9 @@ import (
 	"tvsm/domain"
 )
 
-// Account is a copy of an account's fields (Provider API §2.1). Its
-// subscriptions and devices are queried separately (AccountSubscriptions,
-// AccountDevices, AccountState).
+// Account is a copy of an account's fields (the Provider API's account
+// object). Its subscriptions and devices are queried separately
+// (AccountSubscriptions, AccountDevices, AccountState).
 type Account struct {
 	ID       int64
 	Provider int64
@@ -32,8 +32,8 @@ type Account struct {
 	Revision uint64
 }
 
-// Subscription is a copy of a subscription (Provider API §2.2) with the
-// account and provider it belongs to.
+// Subscription is a copy of an account subscription (the Provider API's
+// account_subscriptions object) with the account and provider it belongs to.
 type Subscription struct {
 	domain.Subscription
 	Account  int64

@@ -1,5 +1,6 @@
 // Package stats projects the event log into per-day statistics facts
-// (DESIGN.md §6, spec §2.5) and answers the Statistics API from them.
+// and answers the Statistics API (subscription, device and account
+// statistics over a range of days) from them.
 //
 // The projector (this package) turns events into facts; a FactStore keeps
 // them. Backends: an embedded one (the default, no server) and ClickHouse.
@@ -49,9 +50,8 @@ func (d Day) Time(loc *time.Location) time.Time {
 func (d Day) String() string { return time.Unix(int64(d)*86400, 0).UTC().Format(time.DateOnly) }
 
 // SubscriptionDay is the end-of-day subscription statistic of one tariff of
-// one provider (spec §2.5): the state after every event before the next
-// midnight. Active counts subscribed accounts that viewed a channel that
-// day.
+// one provider: the state after every event before the next midnight. Active
+// counts subscribed accounts that viewed a channel that day.
 type SubscriptionDay struct {
 	Day                Day
 	Provider           int64
@@ -81,7 +81,7 @@ type ViewingFact struct {
 }
 
 // DeviceClassSeen records the first day a device of a class connected to a
-// provider: statistics for a class begin on that day (spec §2.5).
+// provider: the Statistics API reports a class from that day on.
 type DeviceClassSeen struct {
 	Provider int64
 	Class    string
@@ -95,7 +95,7 @@ type Range struct {
 }
 
 // DeviceClassTotal is the viewing of one device class of a provider over a
-// range: spec §2.5 device statistic before unit conversion.
+// range: the Statistics API's device statistic before unit conversion.
 type DeviceClassTotal struct {
 	Provider      int64
 	Class         string

@@ -49,10 +49,10 @@ type ProjectorOptions struct {
 	Logger       *slog.Logger
 }
 
-// Projector turns the log into statistics facts (DESIGN.md §6). It is a
+// Projector turns the log into statistics facts. It is a
 // projections.Handler; feed it with a projections.Runner started after the
-// position Restore returns, with projections.SnapshotCheckpoints, and run
-// a Scheduler beside it to close quiet days and take snapshots.
+// position Restore returns, with projections.SnapshotCheckpoints, and run a
+// Scheduler beside it to close quiet days and take snapshots.
 //
 // It keeps in memory, per account, what a day's statistic needs (enabled,
 // bound devices, subscription windows, which recent days it watched) and

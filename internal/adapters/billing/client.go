@@ -189,8 +189,9 @@ func Endpoint(base, path, rawQuery string) (*url.URL, error) {
 }
 
 // NewHTTPRequest builds the signed request for r, bound to ctx. Only the
-// headers of spec §5.2 and the ones describing the body are set: nothing of
-// the device's request but its locale reaches billing.
+// identifying headers, Accept-Language, X-AUTH-TOKEN and the ones describing
+// the body are set: nothing of the device's request but its locale reaches
+// billing.
 func (c *Client) NewHTTPRequest(ctx context.Context, r Request) (*http.Request, error) {
 	if int64(len(r.Body)) > c.opts.MaxRequestBody {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrRequestTooLarge, len(r.Body), c.opts.MaxRequestBody)
@@ -207,7 +208,7 @@ func (c *Client) NewHTTPRequest(ctx context.Context, r Request) (*http.Request, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadBillingURL, err)
 	}
-	// Exact-case names: the wire shows the spec's spelling, for billing
+	// Exact-case names: the wire shows the documented spelling, for billing
 	// code that matches header names case-sensitively.
 	h := req.Header
 	h[AccountHeader(c.opts.HeaderPrefix)] = []string{strconv.FormatInt(r.Account, 10)}

@@ -220,9 +220,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestDoSpellsHeadersAsTheSpec reads the request off the wire: the
-// identifying headers and the signature keep the spec's upper case.
-func TestDoSpellsHeadersAsTheSpec(t *testing.T) {
+// TestDoSpellsHeadersInUpperCase reads the request off the wire: the
+// identifying headers and the signature keep their documented upper case.
+func TestDoSpellsHeadersInUpperCase(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -10,17 +10,19 @@ import (
 	"time"
 )
 
-// Severity grades a deviation from the billing models of spec §2.4.
+// Severity grades a deviation from the billing models.
 type Severity string
 
-// The severities. Errors break the spec; warnings break a recommendation
-// (the "recommended" limits of §8) or make the applications guess.
+// The severities. Errors break a rule of the billing interface; warnings
+// break a recommendation (the "recommended" tariff name and description
+// lengths) or make the applications guess.
 const (
 	SeverityError   Severity = "error"
 	SeverityWarning Severity = "warning"
 )
 
-// Deviation is one place where a billing answer departs from the spec.
+// Deviation is one place where a billing answer departs from the billing
+// models.
 type Deviation struct {
 	// Path is the JSON path of the offending value:
 	// $.services[0].groups[1].offers[0].tariff.svc_id
@@ -34,7 +36,8 @@ func (d Deviation) String() string { return fmt.Sprintf("%s %s: %s", d.Severity,
 // ModelOptions adjust the validators.
 type ModelOptions struct {
 	// ServiceIDField is the wire name of the tariff's id in the service
-	// (spec §2.4 svc_id, mandatory since 2025-03-04); default DefaultServiceIDField.
+	// (svc_id, mandatory since the 2025-03-04 model update); default
+	// DefaultServiceIDField.
 	ServiceIDField string
 }
 
@@ -48,11 +51,10 @@ func (o ModelOptions) withDefaults() ModelOptions {
 	return o
 }
 
-// ValidateCabinet checks a GET /api/cabinet answer: a Cabinet (spec §2.4)
-// with its account, services, SINGLE and MULTI groups, offers,
-// subscriptions and tariffs. It returns every deviation, in document order;
-// none for a conforming cabinet. Properties the spec does not name are
-// ignored.
+// ValidateCabinet checks a GET /api/cabinet answer: a Cabinet with its
+// account, services, SINGLE and MULTI groups, offers, subscriptions and
+// tariffs. It returns every deviation, in document order; none for a
+// conforming cabinet. Properties the models do not name are ignored.
 func ValidateCabinet(data []byte, opts ModelOptions) []Deviation {
 	return validate(data, opts, checkCabinet)
 }
@@ -168,8 +170,8 @@ func (v *validator) object(path string, x any) (map[string]any, bool) {
 }
 
 // props checks each property of obj: a missing one is an error (a warning
-// when it may be null: the spec asks for null when unused), a null one an
-// error unless nullable.
+// when it may be null: billing is asked to send null when unused), a null
+// one an error unless nullable.
 func (v *validator) props(path string, obj map[string]any, props []prop) {
 	for _, p := range props {
 		name := p.name
@@ -245,7 +247,7 @@ func checkBoolean(v *validator, path string, x any) {
 	}
 }
 
-// DateTimeLayout is the date-time shape of spec §1.7:
+// DateTimeLayout is the date-time shape of the billing interface:
 // YYYY-MM-DDThh:mm:ss+hhmm, offset without a colon.
 const DateTimeLayout = "2006-01-02T15:04:05-0700"
 

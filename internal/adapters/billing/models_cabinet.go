@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// The models of spec §2.4, as property lists.
+// The billing models (as of the 2025-03-04 update), as property lists.
 
 var accountProps = []prop{
 	{name: "id", check: checkInteger},

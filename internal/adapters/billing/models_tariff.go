@@ -9,7 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of spec §8 on tariffs.
+// Limits of the billing interface on tariff text: the name and description
+// limits are recommendations, the benefits limits are rules.
 const (
 	MaxTariffNameLen        = 45  // recommended
 	MaxTariffDescriptionLen = 300 // recommended
@@ -144,8 +145,8 @@ func checkBenefits(v *validator, path string, x any) {
 }
 
 // Tariff detail (GET /api/tariff/{id}): the tariff, its channels and the
-// categories directory. The spec does not say which channel fields may be
-// null, so null is accepted and a missing field is a warning.
+// categories directory. The billing interface does not say which channel
+// fields may be null, so null is accepted and a missing field is a warning.
 
 var channelProps = []prop{
 	{name: "name", nullable: true, check: checkString},

@@ -5,8 +5,8 @@ import (
 	"strconv"
 )
 
-// Route is one of the six calls of the billing interface (spec §4.2) that a
-// device may make through the proxy. No other path is ever forwarded.
+// Route is one of the six calls of the billing interface that a device may
+// make through the proxy. No other path is ever forwarded.
 type Route struct {
 	// Name identifies the route in the journal: cabinet, switch, subscribe,
 	// unsubscribe, tariff, password.
@@ -27,7 +27,8 @@ var (
 	RoutePassword    = Route{Name: "password", Method: http.MethodPost, Path: "/api/cabinet/password"}
 )
 
-// Routes lists every route, in the order of spec §4.2.
+// Routes lists every route: cabinet, switch, subscribe, unsubscribe,
+// tariff, password.
 var Routes = []Route{RouteCabinet, RouteSwitch, RouteSubscribe, RouteUnsubscribe, RouteTariff, RoutePassword}
 
 // TariffPath returns the billing path of tariff id: /api/tariff/{id}.

@@ -1,8 +1,9 @@
-// Package billing is tvsm's side of the operator billing interface (spec
-// §4.2, §5.2): the six routes a device may reach, the signed request the
-// service sends for each (identifying headers and X-AUTH-TOKEN), a bounded
-// HTTP client, the asynchronous journal of proxied calls, and validators of
-// the billing models of spec §2.4 used by `tvsm billing-check`.
+// Package billing is tvsm's side of the operator billing interface (TVIP's
+// personal account): the six routes a device may reach, the signed request
+// the service sends for each (identifying headers and X-AUTH-TOKEN), a
+// bounded HTTP client, the asynchronous journal of proxied calls, and
+// validators of the billing models (Cabinet, Tariff and their parts, as of
+// the 2025-03-04 model update) used by `tvsm billing-check`.
 //
 // All business logic lives on the billing side: this package forwards and
 // checks, it never interprets a billing answer beyond its status code.
@@ -17,7 +18,7 @@ import (
 	"strconv"
 )
 
-// Header names and defaults of spec §5.2.
+// Header names and defaults of the requests the service sends to billing.
 const (
 	// DefaultHeaderPrefix starts the identifying headers: X-TVSM-ACCOUNT-ID
 	// and X-TVSM-PROVIDER-ID. Operators moving from another product set
@@ -40,8 +41,8 @@ func ProviderHeader(prefix string) string { return prefix + providerIDSuffix }
 
 // Sign returns the X-AUTH-TOKEN of a request: the lowercase hexadecimal MD5
 // digest of path, then token, then the decimal Content-Length when it is
-// greater than 0 (spec §5.2). path is the path of the request as sent, in
-// its escaped form and without the query.
+// greater than 0. path is the path of the request as sent, in its escaped
+// form and without the query.
 //
 // MD5 is what the operators' billing systems verify; it is a legacy
 // signature scheme, not a choice.

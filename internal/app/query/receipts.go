@@ -9,8 +9,8 @@ import (
 	"tvsm/domain"
 )
 
-// CommandState is where one command of a send stands (spec §3 leaves the
-// delivery state of a delayed command open; these are ours).
+// CommandState is where one command of a send stands (TVIP's Provider API
+// defines no delivery state for a delayed command; these are ours).
 type CommandState string
 
 // The command states.

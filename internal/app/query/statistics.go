@@ -21,9 +21,8 @@ type ClosedDays interface {
 	ClosedThrough() (stats.Day, bool)
 }
 
-// Statistics answers the Statistics API (spec §2.5) from a fact store and the
-// catalog. A day appears once it is closed: ranges are cut at the last
-// closed day.
+// Statistics answers the Statistics API from a fact store and the catalog. A
+// day appears once it is closed: ranges are cut at the last closed day.
 type Statistics struct {
 	facts   stats.FactStore
 	catalog StatsCatalog

@@ -32,7 +32,7 @@ const (
 
 // Feature flags.
 const (
-	// FeatureBilling turns on the billing proxy of the Device API (spec §1.9).
+	// FeatureBilling turns on the billing proxy of the Device API.
 	FeatureBilling = "billing"
 )
 
@@ -60,7 +60,7 @@ type Config struct {
 	// only failed ones are (4xx at info, 5xx at error), the rest at debug.
 	AccessLog bool
 	// AdminLogin and AdminPassword bootstrap the first superadmin when no
-	// admin exists yet (DESIGN.md §4). Both optional.
+	// admin exists yet. Both optional.
 	AdminLogin    string
 	AdminPassword string
 	// ShutdownTimeout bounds the graceful drain of in-flight requests.

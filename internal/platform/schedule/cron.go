@@ -8,10 +8,11 @@ import (
 )
 
 // NewCron returns a cron scheduler for recurring jobs, evaluated in UTC
-// (PITFALLS 32: no daylight-saving gaps), with every job wrapped so that a
-// panic is recovered and logged and a run is skipped while the previous
-// run of the same job is still going. cron never catches up runs missed
-// while the process was down: jobs must not rely on it.
+// (robfig/cron does not run jobs scheduled in a daylight-saving leap-ahead
+// gap: https://pkg.go.dev/github.com/robfig/cron/v3), with every job wrapped
+// so that a panic is recovered and logged and a run is skipped while the
+// previous run of the same job is still going. cron never catches up runs
+// missed while the process was down: jobs must not rely on it.
 //
 // The order of the wrappers matters: SkipIfStillRunning holds a token while
 // the job runs and gets it back only when the job returns, so Recover must

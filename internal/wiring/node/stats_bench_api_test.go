@@ -172,8 +172,8 @@ func e2eEnabledAfter(days int) map[int64]int64 {
 }
 
 // checkAccountAnswer checks that the API gives every (account, channel)
-// total of the bare query, rounded as spec §2.5 says, with the account's
-// contract.
+// total of the bare query, rounded as the Statistics API answers it, with
+// the account's contract.
 func checkAccountAnswer(b *testing.B, env *nodetest.Env, conn driver.Conn, db string, r statsRange) {
 	b.Helper()
 	var answer accountAnswer

@@ -25,7 +25,7 @@ import (
 	"tvsm/projections/stats/clickhouse"
 )
 
-// The end-to-end statistics data set of issue 5 (docs/benchmarks.md), as
+// The end-to-end statistics data set (docs/benchmarks.md), as
 // events in an embedded log: one provider, 100 tariffs, 200 channels and
 // 100,000 accounts (each with a subscription and a device) created on
 // 2023-01-01; every following day 100 accounts are disabled or enabled

@@ -137,8 +137,9 @@ type columns []any
 
 // insert sends cols as one batch. The batch is built again from cols on
 // every attempt: a batch is single-use, even after a failed Send, and tied
-// to its connection (PITFALLS 20). Every error path aborts the batch so its
-// connection goes back to the pool.
+// to its connection (https://github.com/ClickHouse/clickhouse-go/issues/529,
+// https://github.com/ClickHouse/clickhouse-go/issues/728). Every error path
+// aborts the batch so its connection goes back to the pool.
 func (s *Store) insert(ctx context.Context, opName, query string, cols columns) error {
 	return s.retry(ctx, opName, func(ctx context.Context) error {
 		batch, err := s.conn.PrepareBatch(ctx, s.sql(query))

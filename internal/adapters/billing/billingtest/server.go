@@ -1,7 +1,7 @@
 // Package billingtest plays an operator's billing system for tests: a real
 // HTTP server that verifies X-AUTH-TOKEN the way an operator does (with
 // its own md5, not package billing's), records every request it gets, and
-// answers the six routes of spec §4.2 with conforming models.
+// answers the six routes of the billing interface with conforming models.
 package billingtest
 
 import (
