@@ -89,13 +89,7 @@ func (a *IDAllocator) Next(ctx context.Context) (int64, error) {
 	if id, ok := a.take(); ok {
 		return id, nil
 	}
-	if err := a.reserve(ctx); err != nil {
-		return 0, err
-	}
-	if id, ok := a.take(); ok {
-		return id, nil
-	}
-	return 0, opError("allocate", a.stream, errors.New("reserved an empty block"))
+	return a.reserve(ctx)
 }
 
 // take returns the next id of the current block, if one is left.
@@ -110,8 +104,11 @@ func (a *IDAllocator) take() (int64, bool) {
 	return id, true
 }
 
-// reserve appends the next block after the highest one reserved so far.
-func (a *IDAllocator) reserve(ctx context.Context) error {
+// reserve appends the next block after the highest one reserved so far and
+// returns its first id. The caller gets that id from reserve itself: once
+// the rest of the block is published, callers that did not wait on sem may
+// take all of it.
+func (a *IDAllocator) reserve(ctx context.Context) (int64, error) {
 	size := int64(a.x.opts.IDBlockSize)
 	// Every lost race means another allocator got a block, so there is no
 	// livelock; a loser only risks starving behind allocators that come back
@@ -120,7 +117,7 @@ func (a *IDAllocator) reserve(ctx context.Context) error {
 	const maxAttempts = 1000
 	for failures := 0; ; {
 		if err := a.catchUp(ctx); err != nil {
-			return err
+			return 0, err
 		}
 		from, to := a.top+1, a.top+size
 		meta := domain.Metadata{OccurredAt: a.x.now(), Actor: domain.SystemActor(), RequestID: "ids-" + a.kind + "-" + a.owner}
@@ -132,19 +129,19 @@ func (a *IDAllocator) reserve(ctx context.Context) error {
 		if err == nil {
 			a.head, a.top = record.Head{Exists: true, Revision: res.NextExpected, Position: res.Position}, to
 			a.mu.Lock()
-			a.next, a.last = from, to
+			a.next, a.last = from+1, to
 			a.mu.Unlock()
-			return nil
+			return from, nil
 		}
 		if !errors.Is(err, eventstore.ErrWrongExpectedRevision) {
-			return opError("allocate", a.stream, err)
+			return 0, opError("allocate", a.stream, err)
 		}
 		failures++
 		if failures >= maxAttempts {
-			return opError("allocate", a.stream, fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, failures, err))
+			return 0, opError("allocate", a.stream, fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, failures, err))
 		}
 		if err := a.x.rec.Policy.Pause(ctx, 1); err != nil {
-			return opError("allocate", a.stream, err)
+			return 0, opError("allocate", a.stream, err)
 		}
 	}
 }
