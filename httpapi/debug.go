@@ -12,7 +12,7 @@ import (
 // benchmark uses to measure live memory per connection.
 func mountDebug(g *gin.RouterGroup) {
 	d := g.Group("/debug/pprof", superadminOnly)
-	d.GET("/", gin.WrapF(pprof.Index))
+	d.GET("", gin.WrapF(pprof.Index)) // also .../pprof/: the server strips the slash
 	d.GET("/cmdline", gin.WrapF(pprof.Cmdline))
 	d.GET("/profile", gin.WrapF(pprof.Profile))
 	d.GET("/symbol", gin.WrapF(pprof.Symbol))

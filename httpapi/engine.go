@@ -60,6 +60,11 @@ func New(opts Options) *gin.Engine {
 
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
+	// Never redirect: curl and PHP clients that do not follow a 301 or 307
+	// report success while nothing happened. Handler answers a path with a
+	// trailing slash as the path without it instead.
+	engine.RedirectTrailingSlash = false
+	engine.RedirectFixedPath = false
 	// c.Done()/c.Value() fall back to the request's context, so handlers can
 	// pass the gin context straight to code that takes a context.Context.
 	engine.ContextWithFallback = true
@@ -86,6 +91,26 @@ func New(opts Options) *gin.Engine {
 		WriteError(c, NotFound("no route "+c.Request.Method+" "+c.Request.URL.Path))
 	})
 	return engine
+}
+
+// Handler serves engine with every path answered the same with and without
+// one trailing slash (/api/provider/accounts/ is /api/provider/accounts),
+// which TVIP's clients use, without a redirect. Servers serve this, not
+// the engine itself.
+func Handler(engine *gin.Engine) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; len(p) > 1 && p[len(p)-1] == '/' {
+			u := *r.URL
+			u.Path = p[:len(p)-1]
+			if rp := u.RawPath; len(rp) > 1 && rp[len(rp)-1] == '/' {
+				u.RawPath = rp[:len(rp)-1]
+			}
+			r2 := *r
+			r2.URL = &u
+			r = &r2
+		}
+		engine.ServeHTTP(w, r)
+	})
 }
 
 // Probe answers, rendered once: load balancers poll them every few seconds.

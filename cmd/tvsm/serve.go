@@ -67,7 +67,7 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 		return err
 	}
 	opened.push("node", n.Close)
-	return serveHTTP(ctx, cfg, n.Engine, logger)
+	return serveHTTP(ctx, cfg, n.Handler(), logger)
 }
 
 // closeStack closes what runNode opened, newest first, so that the node

@@ -131,7 +131,7 @@ func StartWith(t testing.TB, o Options) *Env {
 	if o.Setup != nil {
 		o.Setup(n)
 	}
-	srv := httptest.NewServer(n.Engine)
+	srv := httptest.NewServer(n.Handler())
 	var once sync.Once
 	closeEnv := func() {
 		once.Do(func() {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -420,6 +421,10 @@ func (n *Node) snapshot() {
 // holds), the statistics and the read model runner. Then it writes a final
 // snapshot, so the next start replays only what comes after it. It does not
 // close the store, which the caller opened.
+// Handler is what a server serves: the engine, with every path answered the
+// same with and without a trailing slash.
+func (n *Node) Handler() http.Handler { return httpapi.Handler(n.Engine) }
+
 func (n *Node) Close() error {
 	n.cleanup.unwind()
 	n.snapshot()
