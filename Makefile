@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # Extra arguments for `make run`, e.g. make run ARGS='--http :9090 --log-level debug'.
 ARGS     ?=
 
-.PHONY: all run build test bench bench-broadcast lint fuzz clean
+.PHONY: all run build test compat bench bench-broadcast lint fuzz clean
 
 all: lint build test
 
@@ -24,6 +24,21 @@ build:
 ## test: run every test with the race detector
 test:
 	$(GO) test -race -count=1 ./...
+
+# TVIP's Provider API SDK (a directory holding tmsproviderapisdk/), for
+# make compat; PYTHON runs it (it needs requests, pytz and pkg_resources).
+TVIP_SDK ?=
+PYTHON   ?= python3
+
+## compat: run TVIP's own Provider API SDK, unchanged, against a real node
+compat:
+	@if [ -z "$(TVIP_SDK)" ]; then \
+		echo "make compat runs TVIP's Provider API SDK against a tvsm node."; \
+		echo "Pass the SDK's directory: make compat TVIP_SDK=../shared/clients/tmsproviderapisdk"; \
+		exit 0; \
+	fi; \
+	TVIP_SDK="$(abspath $(TVIP_SDK))" PYTHON="$(PYTHON)" \
+		$(GO) test -count=1 -tags tvipcompat -run TestTVIPSDK -v ./internal/testkit/tvipcompat/
 
 ## bench: run every Go benchmark (no tests), then the websocket load tool
 bench:
@@ -43,6 +58,7 @@ lint:
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags tvipcompat ./internal/testkit/tvipcompat/
 
 ## fuzz: run each fuzz target for FUZZTIME (go test -fuzz takes one target at a time)
 fuzz:

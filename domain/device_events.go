@@ -10,6 +10,7 @@ const (
 	DeviceConnectedType    = "DeviceConnected.v1"
 	DeviceDisconnectedType = "DeviceDisconnected.v1"
 	ViewingReportedType    = "ViewingReported.v1"
+	DeviceLoggedInType     = "DeviceLoggedIn.v1"
 )
 
 // DeviceStream returns "device-{id}": the device's connections and viewing.
@@ -22,6 +23,19 @@ type DeviceConnected struct {
 	Provider int64  `json:"provider"`
 	Node     string `json:"node,omitempty"`
 	Address  string `json:"address,omitempty"` // the client's IP address
+}
+
+// DeviceLoggedIn records a device's login (POST /api/device/login): from
+// where, and the firmware and operating system it reported. These are the
+// device's ipaddr, last_fw_ver and operation_system, and with its
+// connections its first_online and last_online.
+type DeviceLoggedIn struct {
+	DeviceID int64  `json:"device_id"`
+	Account  int64  `json:"account"`
+	Provider int64  `json:"provider"`
+	Address  string `json:"address,omitempty"`
+	Firmware string `json:"firmware,omitempty"`
+	OS       string `json:"os,omitempty"`
 }
 
 // DeviceDisconnected records the end of a device's websocket connection:
@@ -73,8 +87,12 @@ func (DeviceDisconnected) EventType() string { return DeviceDisconnectedType }
 // EventType implements Event.
 func (ViewingReported) EventType() string { return ViewingReportedType }
 
+// EventType implements Event.
+func (DeviceLoggedIn) EventType() string { return DeviceLoggedInType }
+
 func registerDeviceEvents(r *Registry) {
 	r.Register(DeviceConnectedType, func() Event { return new(DeviceConnected) })
 	r.Register(DeviceDisconnectedType, func() Event { return new(DeviceDisconnected) })
 	r.Register(ViewingReportedType, func() Event { return new(ViewingReported) })
+	r.Register(DeviceLoggedInType, func() Event { return new(DeviceLoggedIn) })
 }

@@ -11,6 +11,7 @@ func RegisterEvents(r *Registry) {
 	registerCategoryEvents(r)
 	registerAdminEvents(r)
 	registerAccountEvents(r)
+	registerNetworkEvents(r)
 	registerCommandEvents(r)
 	registerDeviceEvents(r)
 	registerBillingEvents(r)

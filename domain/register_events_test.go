@@ -34,16 +34,24 @@ func sampleEvents() []domain.Event {
 		domain.AdminScopeChanged{Login: "root"},
 		domain.AdminDeleted{Login: "root"},
 		domain.AccountCreated{AccountID: 42, Provider: 7, Login: "a", PinMD5: pin, Fullname: "f", RemoteCustomField: ptr(""),
-			ContractInfo: ptr("c"), MainAddress: ptr("m"), AccountDesc: ptr("d"), RegionTag: ptr("r"), DevicesPerAccountLimit: ptr(0)},
+			ContractInfo: ptr("c"), MainAddress: ptr("m"), AccountDesc: ptr("d"), RegionTag: ptr[int64](4), DevicesPerAccountLimit: ptr(0)},
 		domain.AccountUpdated{AccountID: 42, Enabled: domain.Some(false), Login: domain.Some("b"), PinMD5: domain.Some(pin), Fullname: domain.Some("g"),
 			RemoteCustomField: domain.Null[string](), ContractInfo: domain.Some(""), MainAddress: domain.Null[string](), AccountDesc: domain.Some("x"),
-			RegionTag: domain.Null[string](), DevicesPerAccountLimit: domain.Some(0)},
+			RegionTag: domain.Null[int64](), DevicesPerAccountLimit: domain.Some(0)},
 		domain.AccountDeleted{AccountID: 42},
-		domain.SubscriptionAdded{AccountID: 42, SubscriptionID: 1, Tariff: 5, Start: now, Stop: ptr(now.Add(time.Hour))},
-		domain.SubscriptionChanged{AccountID: 42, SubscriptionID: 1, Tariff: domain.Some[int64](6), Start: domain.Some(now), Stop: domain.Null[time.Time]()},
+		domain.SubscriptionAdded{AccountID: 42, SubscriptionID: 1, Tariff: 5, Start: now, Stop: ptr(now.Add(time.Hour)), Device: 1, TimeShiftDepth: ptr(72)},
+		domain.SubscriptionChanged{AccountID: 42, SubscriptionID: 1, Tariff: domain.Some[int64](6), Start: domain.Some(now), Stop: domain.Null[time.Time](),
+			TimeShiftDepth: domain.Some(24)},
 		domain.SubscriptionRemoved{AccountID: 42, SubscriptionID: 1},
 		device1,
+		domain.DeviceBound{AccountID: 42, DeviceID: 3, UniqueID: "00:1a:79:00:00:01", Class: domain.DeviceSTB, MAC: ptr("00:1a:79:00:00:01"),
+			RemoteCustomField: ptr("r"), Comment: ptr("c"), UseNAT: true, UdpxyAddr: ptr("10.0.0.1:4022"), DeviceType: ptr[int64](2)},
+		domain.DeviceChanged{AccountID: 42, DeviceID: 3, MAC: domain.Null[string](), RemoteCustomField: domain.Some("r2"), Comment: domain.Null[string](),
+			UseNAT: domain.Some(false), UdpxyAddr: domain.Some("udpxy:81"), DeviceType: domain.Null[int64]()},
 		domain.DeviceUnbound{AccountID: 42, DeviceID: 1, UniqueID: "stb-1"},
+		domain.AccountNetworkAdded{Provider: 7, NetworkID: 1, Network: "10.1.0.0/16", Account: 42, Description: ptr("office")},
+		domain.AccountNetworkChanged{Provider: 7, NetworkID: 1, Network: domain.Some("10.2.0.0/16"), Account: domain.Some[int64](43), Description: domain.Null[string]()},
+		domain.AccountNetworkRemoved{Provider: 7, NetworkID: 1, Account: 43},
 		domain.CommandsIssued{SendID: 9, Recipients: domain.RecipientAccounts, IDs: []int64{42}, Scope: ptr[int64](7), IssuedAt: now,
 			Commands: []domain.IssuedCommand{{Kind: domain.CommandUserMessage, MessageType: domain.MessageConfirm, PostTime: now, TTL: now.Add(time.Hour),
 				Object: json.RawMessage(`{"command":"user_message","type":"confirm","text":"hi"}`)}}},
@@ -52,6 +60,7 @@ func sampleEvents() []domain.Event {
 		domain.CommandsAcked{SendID: 9, Index: 0, Devices: []int64{1}},
 		domain.CommandsConfirmed{SendID: 9, Index: 0, Devices: []int64{1}},
 		domain.DeviceConnected{DeviceID: 1, Account: 42, Provider: 7, Node: "n1", Address: "127.0.0.1"},
+		domain.DeviceLoggedIn{DeviceID: 1, Account: 42, Provider: 7, Address: "192.0.2.7", Firmware: "3.1.4", OS: "Android 9"},
 		domain.DeviceDisconnected{DeviceID: 1, Account: 42, Provider: 7, Node: "n1", Code: 1001, Reason: "shutdown", Seconds: 12},
 		domain.ViewingReported{DeviceID: 1, Account: 42, Provider: 7, Class: domain.DeviceSTB,
 			Sessions: []domain.ViewingSession{{Channel: 3, Mode: domain.ViewingDVR, Start: now, Seconds: 60}}},
@@ -78,6 +87,7 @@ func TestRegisterEvents(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
+	names = slices.Compact(names)
 	if got := r.Types(); !slices.Equal(got, names) {
 		t.Errorf("registered %v\nsampled    %v", got, names)
 	}
@@ -92,7 +102,7 @@ func TestEventsAreCompact(t *testing.T) {
 		want  string
 	}{
 		{domain.AccountUpdated{AccountID: 42, Enabled: domain.Some(false)}, `{"account_id":42,"enabled":false}`},
-		{domain.AccountUpdated{AccountID: 42, RegionTag: domain.Null[string]()}, `{"account_id":42,"region_tag":null}`},
+		{domain.AccountUpdated{AccountID: 42, RegionTag: domain.Null[int64]()}, `{"account_id":42,"region_tag":null}`},
 		{created, `{"account_id":42,"provider":7,"login":"alice","pin_md5":"` + pin + `","fullname":"Alice Smith","enabled":true}`},
 		{sub1, `{"account_id":42,"subscription_id":1,"tariff":5,"start":"2026-01-01T00:00:00Z"}`},
 		{domain.SubscriptionChanged{AccountID: 42, SubscriptionID: 1, Stop: domain.Null[time.Time]()}, `{"account_id":42,"subscription_id":1,"stop":null}`},

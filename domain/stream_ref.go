@@ -19,6 +19,7 @@ const (
 	StreamCommand                        // CommandStream
 	StreamReceipt                        // ReceiptStream
 	StreamDevice                         // DeviceStream
+	StreamNetworks                       // NetworksStream
 )
 
 // streamPrefixes are the stream name prefixes by kind; every name of a kind
@@ -33,6 +34,7 @@ var streamPrefixes = [...]string{
 	StreamCommand:  "command-",
 	StreamReceipt:  "receipt-",
 	StreamDevice:   "device-",
+	StreamNetworks: "networks-",
 }
 
 // Prefix returns what the names of k's streams begin with ("account-"),
@@ -76,7 +78,7 @@ func (r StreamRef) Name() string {
 var idStreams = [...]func(int64) string{
 	StreamAccount: AccountStream, StreamProvider: ProviderStream, StreamTariff: TariffStream,
 	StreamChannel: ChannelStream, StreamCategory: CategoryStream, StreamCommand: CommandStream,
-	StreamReceipt: ReceiptStream, StreamDevice: DeviceStream,
+	StreamReceipt: ReceiptStream, StreamDevice: DeviceStream, StreamNetworks: NetworksStream,
 }
 
 // ParseStream is the inverse of the stream helpers (AccountStream,
@@ -92,7 +94,7 @@ func ParseStream(name string) (ref StreamRef, ok bool) {
 	}
 	prefix, rest := name[:dash+1], name[dash+1:]
 	var kind StreamKind
-	for k := StreamAccount; k <= StreamDevice; k++ {
+	for k := StreamAccount; int(k) < len(streamPrefixes); k++ {
 		if streamPrefixes[k] == prefix {
 			kind = k
 			break

@@ -167,6 +167,7 @@ func (h *deviceHandlers) login(c *gin.Context) {
 		return
 	}
 	in.RequestID = RequestID(c.Request.Context())
+	in.Address = c.ClientIP()
 	login, addr := strconv.FormatInt(in.Provider, 10)+"/"+in.Login, c.ClientIP()
 	if ok, wait := h.logins.Allow(login, addr); !ok {
 		writeAuthError(c, Throttled(wait))
@@ -195,9 +196,11 @@ func (h *deviceHandlers) login(c *gin.Context) {
 }
 
 // decodeDeviceLogin reads a login body; type errors and missing fields are
-// recorded on obj (provider, device.unique_id, ...).
+// recorded on obj (provider, device.unique_id, ...). A body with neither
+// login nor password_md5 asks to log in by the account network of the
+// client's address.
 func decodeDeviceLogin(obj *wire.Object) command.DeviceLoginInput {
-	obj.Require("provider", "login", "password_md5", "device")
+	obj.Require("provider", "device")
 	in := command.DeviceLoginInput{
 		Provider:    obj.Int64("provider").Or(0),
 		Login:       obj.String("login").Or(""),
@@ -208,6 +211,8 @@ func decodeDeviceLogin(obj *wire.Object) command.DeviceLoginInput {
 		in.UniqueID = dev.String("unique_id").Or("")
 		in.Class = domain.DeviceClass(dev.String("class").Or(""))
 		in.Model = dev.String("model").Or("")
+		in.Firmware = dev.String("firmware").Or("")
+		in.OS = dev.String("os").Or("")
 	}
 	return in
 }

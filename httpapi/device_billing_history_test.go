@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"tvsm/domain"
 	"tvsm/httpapi"
 	"tvsm/internal/adapters/billing"
 	"tvsm/internal/adapters/billing/billingtest"
@@ -105,7 +106,7 @@ func TestBillingJournalInAccountHistory(t *testing.T) {
 			accountChanges = append(accountChanges, ch.str(t, "type"))
 		}
 	}
-	if want := []string{"AccountCreated.v1", "AccountUpdated.v1"}; strings.Join(accountChanges, ",") != strings.Join(want, ",") {
+	if want := []string{domain.AccountCreatedType, domain.AccountUpdatedType}; strings.Join(accountChanges, ",") != strings.Join(want, ",") {
 		t.Errorf("account changes in the feed %v, want %v", accountChanges, want)
 	}
 }

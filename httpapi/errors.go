@@ -150,6 +150,10 @@ func AsError(err error) *Error {
 		return wrapped(NotFound(err.Error()), err)
 	case errors.Is(err, domain.ErrAlreadyExists):
 		return wrapped(Conflict(err.Error()), err)
+	case errors.Is(err, domain.ErrDeviceLimit):
+		e := Forbidden(err.Error())
+		e.Code = CodeDeviceLimit
+		return wrapped(e, err)
 	case errors.Is(err, app.ErrForbidden):
 		return wrapped(Forbidden(err.Error()), err)
 	case errors.Is(err, app.ErrConflict), errors.Is(err, app.ErrIdempotencyInProgress):

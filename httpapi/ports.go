@@ -38,11 +38,6 @@ type AccountReads interface {
 	History(ctx context.Context, c app.Caller, id int64) ([]query.HistoryEntry, error)
 }
 
-// DeviceUnbinder unbinds a device from its account (DELETE of a device).
-type DeviceUnbinder interface {
-	Unbind(ctx context.Context, c app.Caller, id int64) (readmodel.Device, error)
-}
-
 // ChangeFeed answers the change feed.
 type ChangeFeed interface {
 	After(ctx context.Context, c app.Caller, after eventstore.Position, limit int) (query.ChangePage, error)
@@ -107,9 +102,17 @@ type ProviderAPI struct {
 	AccountReads      AccountReads
 	Subscriptions     Writes[readmodel.Subscription, command.SubscriptionInput]
 	SubscriptionReads Reads[readmodel.Subscription, readmodel.SubscriptionQuery]
-	Devices           DeviceUnbinder
-	DeviceReads       Reads[readmodel.Device, readmodel.DeviceQuery]
-	Changes           ChangeFeed
+	// DeviceSubscriptions are the devices' own subscriptions
+	// (/device_subscriptions), with the same input and object.
+	DeviceSubscriptions     Writes[readmodel.Subscription, command.SubscriptionInput]
+	DeviceSubscriptionReads Reads[readmodel.Subscription, readmodel.SubscriptionQuery]
+	// Devices: a create registers a device for an account (pre-bound); a
+	// delete unbinds it.
+	Devices      Writes[readmodel.Device, command.DeviceInput]
+	DeviceReads  Reads[readmodel.Device, readmodel.DeviceQuery]
+	Networks     Writes[readmodel.AccountNetwork, command.NetworkInput]
+	NetworkReads Reads[readmodel.AccountNetwork, readmodel.NetworkQuery]
+	Changes      ChangeFeed
 	// Sends and Receipts serve the command routes; nil leaves them out.
 	Sends    Sender
 	Receipts ReceiptReader

@@ -294,19 +294,28 @@ func (f *feed) record(stream string, e domain.Event, at time.Time) eventstore.Re
 // one open subscription and one or two devices.
 func typicalAccount(id, provider int64) []domain.Event {
 	contract := fmt.Sprintf("contract %08d/26", id)
-	events := []domain.Event{
+	region := id%50 + 1
+	return []domain.Event{
 		domain.AccountCreated{
 			AccountID: id, Provider: provider, Login: fmt.Sprintf("user%08d", id),
 			PinMD5: "0123456789abcdef0123456789abcdef", Fullname: fmt.Sprintf("Ivan Petrovich Sidorov %03d", id%1000),
-			Enabled: id%10 != 0, ContractInfo: &contract,
+			Enabled: id%10 != 0, ContractInfo: &contract, RegionTag: &region,
 		},
 		domain.SubscriptionAdded{AccountID: id, SubscriptionID: id, Tariff: provider*100 + id%3, Start: base.Add(time.Duration(id) * time.Second)},
-		domain.DeviceBound{AccountID: id, DeviceID: 2 * id, UniqueID: fmt.Sprintf("00:1A:%02X:%02X:%02X:%02X", byte(id>>24), byte(id>>16), byte(id>>8), byte(id)), Class: domain.DeviceSTB, Model: "MAG-524w3"},
+		typicalDevice(id, 2*id, domain.DeviceSTB, "MAG-524w3"),
+		typicalDevice(id, 2*id+1, domain.DevicePhone, "Pixel 8"),
 	}
-	if id%2 == 0 {
-		events = append(events, domain.DeviceBound{AccountID: id, DeviceID: 2*id + 1, UniqueID: fmt.Sprintf("app-%d", id), Class: domain.DevicePhone, Model: "Pixel 8"})
-	}
-	return events
+}
+
+// typicalDevice is a device bound with every field a TVIP provider sets.
+func typicalDevice(account, id int64, class domain.DeviceClass, model string) domain.DeviceBound {
+	mac := fmt.Sprintf("00:1a:79:%02x:%02x:%02x", byte(id>>16), byte(id>>8), byte(id))
+	rcf := fmt.Sprintf("crm-%d", id)
+	comment := "living room"
+	udpxy := "10.20.30.40:4022"
+	deviceType := id%4 + 1
+	return domain.DeviceBound{AccountID: account, DeviceID: id, UniqueID: mac, Class: class, Model: model,
+		MAC: &mac, RemoteCustomField: &rcf, Comment: &comment, UseNAT: id%2 == 0, UdpxyAddr: &udpxy, DeviceType: &deviceType}
 }
 
 // applyTypical applies n typical accounts (ids 1..n, spread over
@@ -320,7 +329,7 @@ func applyTypical(t testing.TB, m *Model, f *feed, n, providers int) {
 			batch = append(batch, f.record(domain.AccountStream(id), e, base))
 		}
 		for _, c := range typicalConnections(id, p) {
-			batch = append(batch, f.record(domain.DeviceStream(c.DeviceID), c, base))
+			batch = append(batch, f.record(domain.DeviceStream(deviceOf(c)), c, base))
 		}
 		if len(batch) >= 4000 || id == int64(n) {
 			if err := m.Apply(context.Background(), decoded(m, batch), projections.Replay); err != nil {
@@ -344,8 +353,8 @@ func buildTypical(m *Model, n, providers int) {
 			m.st.pos = eventstore.Position{Commit: uint64(id), Prepare: uint64(id)}
 			m.mu.Unlock()
 		}
-		for _, e := range typicalConnections(id, p) {
-			c := change{kind: domain.StreamDevice, id: e.DeviceID, event: e, at: base.Unix()}
+		for i, e := range typicalConnections(id, p) {
+			c := change{kind: domain.StreamDevice, id: deviceOf(e), event: e, at: base.Unix() + int64(i)}
 			m.mu.Lock()
 			m.st.apply(&m.ev, &c)
 			m.mu.Unlock()
@@ -353,17 +362,32 @@ func buildTypical(m *Model, n, providers int) {
 	}
 }
 
-// typicalConnections are the websocket connections of a typical account's
-// devices: every device has connected once, so its last connection is
-// kept.
-func typicalConnections(id, provider int64) []domain.DeviceConnected {
-	var out []domain.DeviceConnected
+// typicalConnections are what a typical account's devices did: every
+// device has logged in (reporting its firmware and operating system) and
+// connected once, so its first and last online times, its address,
+// firmware and operating system are kept.
+func typicalConnections(id, provider int64) []domain.Event {
+	var out []domain.Event
 	for _, e := range typicalAccount(id, provider) {
 		if b, ok := e.(domain.DeviceBound); ok {
-			out = append(out, domain.DeviceConnected{DeviceID: b.DeviceID, Account: id, Provider: provider})
+			addr := fmt.Sprintf("10.%d.%d.%d", byte(b.DeviceID>>16), byte(b.DeviceID>>8), byte(b.DeviceID))
+			out = append(out,
+				domain.DeviceLoggedIn{DeviceID: b.DeviceID, Account: id, Provider: provider, Address: addr, Firmware: "3.12.4", OS: "Android 11"},
+				domain.DeviceConnected{DeviceID: b.DeviceID, Account: id, Provider: provider, Address: addr})
 		}
 	}
 	return out
+}
+
+// deviceOf returns the device of a device stream's event.
+func deviceOf(e domain.Event) int64 {
+	switch e := e.(type) {
+	case domain.DeviceLoggedIn:
+		return e.DeviceID
+	case domain.DeviceConnected:
+		return e.DeviceID
+	}
+	panic(fmt.Sprintf("no device in %T", e))
 }
 
 // dump renders every answer of the model's queries, for comparing two
@@ -412,8 +436,8 @@ func dump(t testing.TB, m *Model) []any {
 		add("device", []any{v, ok})
 		u, ok := m.DeviceByUniqueID(d.UniqueID)
 		add("device by uid", []any{u, ok})
-		at, ok := m.DeviceLastConnected(d.ID)
-		add("last connected", []any{at, ok})
+		at, ok := m.DeviceLastOnline(d.ID)
+		add("last online", []any{at, ok})
 		for _, since := range []uint64{0, st.Position.Commit / 2, st.Position.Commit} {
 			add("dropped", m.AuthorizationDropped(d.ID, d.Account, d.Provider, since))
 		}

@@ -101,7 +101,7 @@ func (m *Model) Stats() Stats {
 	s := m.st
 	return Stats{
 		Position:      s.pos,
-		Accounts:      len(s.accounts),
+		Accounts:      s.all.accounts.Len(),
 		Subscriptions: len(s.subs),
 		Devices:       len(s.devs),
 		Providers:     len(s.providers),

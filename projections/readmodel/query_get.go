@@ -23,7 +23,7 @@ func (m *Model) AccountByLogin(provider int64, login string) (Account, bool) {
 	m.read(func(s *state) {
 		if pi := s.byProv[provider]; pi != nil {
 			if id, ok := pi.logins[login]; ok {
-				a = s.accounts[id]
+				a = s.account(id)
 			}
 		}
 	})
@@ -38,7 +38,7 @@ func (m *Model) AccountByLogin(provider int64, login string) (Account, bool) {
 // outlive the account.
 func (m *Model) AccountOwner(id int64) (provider int64, ok bool) {
 	m.read(func(s *state) {
-		if a := s.accounts[id]; a != nil {
+		if a := s.account(id); a != nil {
 			provider, ok = a.provider, true
 		} else if t, dead := s.deleted[id]; dead && t.provider != 0 {
 			provider, ok = t.provider, true
@@ -177,13 +177,13 @@ func getVersioned[K comparable, T any](m *Model, table func(*state) map[K]versio
 // accountRecord returns the record of live account id, or nil.
 func (m *Model) accountRecord(id int64) *account {
 	var a *account
-	m.read(func(s *state) { a = s.accounts[id] })
+	m.read(func(s *state) { a = s.account(id) })
 	return a
 }
 
 // subRef finds subscription id.
 func (s *state) subRef(id int64) (subRef, bool) {
-	a := s.accounts[s.subs[id]]
+	a := s.account(s.subs[id])
 	if a == nil {
 		return subRef{}, false
 	}
@@ -197,7 +197,7 @@ func (s *state) subRef(id int64) (subRef, bool) {
 
 // devRef finds device id.
 func (s *state) devRef(id int64) (devRef, bool) {
-	a := s.accounts[s.devs[id]]
+	a := s.account(s.devs[id])
 	if a == nil {
 		return devRef{}, false
 	}

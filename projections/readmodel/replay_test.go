@@ -25,7 +25,7 @@ func churn(le *listEnv) {
 	le.category(domain.CreateCategory{ID: 3, Name: "Kids"})
 	le.channel(domain.CreateChannel{ID: 7, Name: "Cartoons", Number: 7, Categories: []int64{3}})
 	le.admin(domain.DeleteAdmin{Login: "two"})
-	le.account(domain.UpdateAccount{ID: le.acc1[0], Fullname: domain.Some("Renamed Person"), RegionTag: domain.Some("north")})
+	le.account(domain.UpdateAccount{ID: le.acc1[0], Fullname: domain.Some("Renamed Person"), RegionTag: domain.Some[int64](4)})
 	le.account(domain.DeleteAccount{ID: le.acc1[1]})
 	le.account(domain.DeleteAccount{ID: le.acc2[0]})
 	subs := le.m.AccountSubscriptions(le.acc1[2])

@@ -69,10 +69,9 @@ type capture struct {
 	subs     int
 	devs     int
 	deleted  []snapTombstone
-	// drops and seen are the authorisation state: drops of providers,
-	// accounts and devices, and last connections, each by id.
+	// drops are the authorisation state: drops of providers, accounts and
+	// devices, each by id.
 	drops [3][]idValue
-	seen  []idValue
 	// perProvider counts the accounts of each provider, for the loader
 	// to size its login indexes.
 	perProvider []providerCount
@@ -94,6 +93,7 @@ func (m *Model) capture() *capture {
 			Channels:   entries(s.channels, copyChannel),
 			Categories: entries(s.categories, copyCategory),
 			Admins:     entries(s.admins, copyAdmin),
+			Networks:   entries(s.networks, copyNetworks),
 		}
 		// In id order, so that loading appends to the id lists.
 		c.accounts = make([]*account, 0, s.all.accounts.Len())
@@ -111,12 +111,9 @@ func (m *Model) capture() *capture {
 		for i, m := range s.drops.all() {
 			c.drops[i] = idValues(m, func(v uint64) int64 { return int64(v) })
 		}
-		c.seen = idValues(s.seen, func(v int64) int64 { return v })
 	})
 	slices.SortFunc(c.deleted, func(a, b snapTombstone) int { return cmp.Compare(a.id, b.id) })
-	// Drops are few: sorted, for a stable payload. Last connections are
-	// one per device; sorting a million of them would double the time a
-	// snapshot takes, and the loader needs no order.
+	// Drops are few: sorted, for a stable payload.
 	for _, l := range c.drops {
 		slices.SortFunc(l, func(a, b idValue) int { return cmp.Compare(a.id, b.id) })
 	}
@@ -132,6 +129,8 @@ type snapCatalog struct {
 	Channels   []snapEntry[int64, domain.Channel]  `json:"channels"`
 	Categories []snapEntry[int64, domain.Category] `json:"categories"`
 	Admins     []snapEntry[string, domain.Admin]   `json:"admins"`
+	// Networks are the providers' account networks, by provider.
+	Networks []snapEntry[int64, domain.AccountNetworks] `json:"networks"`
 }
 
 // snapEntry is one small entity with its key and revision.

@@ -34,7 +34,7 @@ type AccountInput struct {
 	ContractInfo           domain.Optional[string]
 	MainAddress            domain.Optional[string]
 	AccountDesc            domain.Optional[string]
-	RegionTag              domain.Optional[string]
+	RegionTag              domain.Optional[int64]
 	DevicesPerAccountLimit domain.Optional[int64]
 }
 
@@ -229,11 +229,27 @@ func (h *Accounts) Delete(ctx context.Context, c app.Caller, id int64) (query.Ac
 		return query.AccountView{}, err
 	}
 	h.releaseLogin(ctx, c, app.LoginStream(cur.Provider, login), owner)
+	h.removeNetworks(ctx, c, cur.Provider, id)
 	if err := w.written(ctx, res.Position); err != nil {
 		return query.AccountView{}, err
 	}
 	view.ServicesAvailable = false
 	return view, nil
+}
+
+// removeNetworks removes the account networks of a deleted account, best
+// effort: a network left behind (a crash in between) authorises no one,
+// since its account is gone, and an admin can delete it.
+func (h *Accounts) removeNetworks(ctx context.Context, c app.Caller, provider, account int64) {
+	if _, _, ok := h.w.model.AccountNetworks(provider); !ok {
+		return // the provider never had networks
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	cmd := domain.RemoveAccountNetworks{Provider: provider, Account: account}
+	if _, err := app.Execute(rctx, h.w.x, cmd.Stream(), domain.NetworksDecider(), domain.NetworkCommand(cmd), c.Meta()); err != nil {
+		h.w.log.Warn("removing a deleted account's networks failed", "account", account, "error", err)
+	}
 }
 
 // intPtr converts a nullable integer of the wire into the domain's *int,

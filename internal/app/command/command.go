@@ -55,15 +55,17 @@ type Config struct {
 
 // Commands are the command handlers, one per resource.
 type Commands struct {
-	Accounts      *Accounts
-	Subscriptions *Subscriptions
-	Devices       *Devices
-	Providers     *Providers
-	Tariffs       *Tariffs
-	Channels      *Channels
-	Categories    *Categories
-	Admins        *Admins
-	Sends         *Sends
+	Accounts            *Accounts
+	Subscriptions       *Subscriptions
+	DeviceSubscriptions *Subscriptions
+	Devices             *Devices
+	Networks            *Networks
+	Providers           *Providers
+	Tariffs             *Tariffs
+	Channels            *Channels
+	Categories          *Categories
+	Admins              *Admins
+	Sends               *Sends
 }
 
 // New returns the command handlers over cfg.
@@ -83,15 +85,17 @@ func New(cfg Config) (*Commands, error) {
 	w := &writer{cfg: cfg, x: cfg.Executor, model: cfg.Model, q: cfg.Queries, log: cfg.Logger,
 		rec: cfg.Executor.Log()}
 	return &Commands{
-		Accounts:      &Accounts{w},
-		Subscriptions: &Subscriptions{w},
-		Devices:       &Devices{w},
-		Providers:     &Providers{w},
-		Tariffs:       &Tariffs{w},
-		Channels:      &Channels{w},
-		Categories:    &Categories{w},
-		Admins:        &Admins{w},
-		Sends:         &Sends{w},
+		Accounts:            &Accounts{w},
+		Subscriptions:       &Subscriptions{w: w},
+		DeviceSubscriptions: &Subscriptions{w: w, devices: true},
+		Devices:             &Devices{w},
+		Networks:            &Networks{w},
+		Providers:           &Providers{w},
+		Tariffs:             &Tariffs{w},
+		Channels:            &Channels{w},
+		Categories:          &Categories{w},
+		Admins:              &Admins{w},
+		Sends:               &Sends{w},
 	}, nil
 }
 

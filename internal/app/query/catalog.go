@@ -78,11 +78,15 @@ type (
 	Categories = resource[domain.Category, readmodel.CategoryQuery]
 )
 
-// Subscriptions answers the reads of account subscriptions; Devices those
-// of bound devices. A provider-scoped admin sees its provider's only.
+// Subscriptions answers the reads of account subscriptions (an account's
+// own), DeviceSubscriptions those of the devices' own subscriptions,
+// Devices those of bound devices and Networks those of account networks. A
+// provider-scoped admin sees its provider's only.
 type (
-	Subscriptions = resource[readmodel.Subscription, readmodel.SubscriptionQuery]
-	Devices       = resource[readmodel.Device, readmodel.DeviceQuery]
+	Subscriptions       = resource[readmodel.Subscription, readmodel.SubscriptionQuery]
+	DeviceSubscriptions = resource[readmodel.Subscription, readmodel.SubscriptionQuery]
+	Devices             = resource[readmodel.Device, readmodel.DeviceQuery]
+	Networks            = resource[readmodel.AccountNetwork, readmodel.NetworkQuery]
 )
 
 func newProviders(r *reader) *Providers {
@@ -112,14 +116,34 @@ func newCategories(r *reader) *Categories {
 	return &Categories{r: r, what: "category", list: (*readmodel.Model).ListCategories, get: (*readmodel.Model).Category}
 }
 
-func newSubscriptions(r *reader) *Subscriptions {
-	return &Subscriptions{r: r, what: "subscription", list: (*readmodel.Model).ListSubscriptions, get: (*readmodel.Model).Subscription,
+// newSubscriptions returns the reads of account subscriptions (devices
+// false) or of device subscriptions (devices true): one kind's ids are not
+// found as the other's.
+func newSubscriptions(r *reader, devices bool) *Subscriptions {
+	what := "subscription"
+	if devices {
+		what = "device subscription"
+	}
+	return &Subscriptions{r: r, what: what, list: (*readmodel.Model).ListSubscriptions,
+		get: func(m *readmodel.Model, id int64) (readmodel.Subscription, bool) {
+			s, ok := m.Subscription(id)
+			return s, ok && (s.Device != 0) == devices
+		},
 		scoped: func(q readmodel.SubscriptionQuery, s readmodel.Scope) readmodel.SubscriptionQuery {
-			q.Scope = s
+			q.Scope, q.Devices = s, devices
 			return q
 		},
 		allowed: func(c app.Caller, id int64, sub readmodel.Subscription, found bool) error {
-			return providerOf(c, "subscription", id, sub.Provider, found)
+			return providerOf(c, what, id, sub.Provider, found)
+		},
+	}
+}
+
+func newNetworks(r *reader) *Networks {
+	return &Networks{r: r, what: "account network", list: (*readmodel.Model).ListNetworks, get: (*readmodel.Model).AccountNetworkByID,
+		scoped: func(q readmodel.NetworkQuery, s readmodel.Scope) readmodel.NetworkQuery { q.Scope = s; return q },
+		allowed: func(c app.Caller, id int64, n readmodel.AccountNetwork, found bool) error {
+			return providerOf(c, "account network", id, n.Provider, found)
 		},
 	}
 }

@@ -43,16 +43,18 @@ type Config struct {
 
 // Queries are the read services, one per resource.
 type Queries struct {
-	Accounts      *Accounts
-	Subscriptions *Subscriptions
-	Devices       *Devices
-	Providers     *Providers
-	Tariffs       *Tariffs
-	Channels      *Channels
-	Categories    *Categories
-	Admins        *Admins
-	Changes       *Changes
-	Sends         *Sends
+	Accounts            *Accounts
+	Subscriptions       *Subscriptions
+	DeviceSubscriptions *DeviceSubscriptions
+	Devices             *Devices
+	Networks            *Networks
+	Providers           *Providers
+	Tariffs             *Tariffs
+	Channels            *Channels
+	Categories          *Categories
+	Admins              *Admins
+	Changes             *Changes
+	Sends               *Sends
 	// Sessions authenticates devices and answers the Device API's reads.
 	Sessions *Sessions
 }
@@ -67,17 +69,19 @@ func New(cfg Config) (*Queries, error) {
 	}
 	r := &reader{cfg: cfg, rec: record.Log{Store: cfg.Store, Registry: cfg.Registry}}
 	return &Queries{
-		Accounts:      &Accounts{r},
-		Subscriptions: newSubscriptions(r),
-		Devices:       newDevices(r),
-		Providers:     newProviders(r),
-		Tariffs:       newTariffs(r),
-		Channels:      newChannels(r),
-		Categories:    newCategories(r),
-		Admins:        &Admins{r},
-		Changes:       &Changes{r},
-		Sends:         &Sends{r},
-		Sessions:      &Sessions{r},
+		Accounts:            &Accounts{r},
+		Subscriptions:       newSubscriptions(r, false),
+		DeviceSubscriptions: newSubscriptions(r, true),
+		Devices:             newDevices(r),
+		Networks:            newNetworks(r),
+		Providers:           newProviders(r),
+		Tariffs:             newTariffs(r),
+		Channels:            newChannels(r),
+		Categories:          newCategories(r),
+		Admins:              &Admins{r},
+		Changes:             &Changes{r},
+		Sends:               &Sends{r},
+		Sessions:            &Sessions{r},
 	}, nil
 }
 

@@ -108,7 +108,7 @@ func (q *Sessions) Channels(_ context.Context, d DeviceIdentity) (DeviceChannelL
 	if !ok {
 		return DeviceChannelList{}, fmt.Errorf("%w: account %d is gone", ErrDeviceUnauthorized, d.Account)
 	}
-	tariffs, msg := q.Services(a)
+	tariffs, msg := q.Services(a, d.Device)
 	if msg != "" {
 		return DeviceChannelList{}, &NoServicesError{Message: msg}
 	}
@@ -150,11 +150,12 @@ func (q *Sessions) deviceChannel(ch domain.Channel, names map[int64]string) Devi
 	return dc
 }
 
-// Services returns the tariffs that give the account's devices service
-// now, or, when there are none, the message saying why: the provider or the
-// account is disabled, or no subscription active now is to an existing,
-// enabled tariff.
-func (q *Sessions) Services(a domain.Account) ([]domain.Tariff, string) {
+// Services returns the tariffs that give device (of the account) service
+// now — through the account's subscriptions and the device's own — or,
+// when there are none, the message saying why: the provider or the account
+// is disabled, or no subscription active now is to an existing, enabled
+// tariff.
+func (q *Sessions) Services(a domain.Account, device int64) ([]domain.Tariff, string) {
 	m := q.r.cfg.Model
 	if p, ok := m.Provider(a.Provider); !ok || !p.Enabled {
 		return nil, MsgProviderDisabled
@@ -163,7 +164,7 @@ func (q *Sessions) Services(a domain.Account) ([]domain.Tariff, string) {
 		return nil, MsgAccountDisabled
 	}
 	var tariffs []domain.Tariff
-	for _, id := range a.ActiveTariffs(q.r.now()) {
+	for _, id := range a.DeviceActiveTariffs(device, q.r.now()) {
 		if t, ok := m.Tariff(id); ok && t.Enabled {
 			tariffs = append(tariffs, t)
 		}

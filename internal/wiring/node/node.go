@@ -315,7 +315,9 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 		Provider: httpapi.ProviderAPI{
 			Accounts: cmds.Accounts, AccountReads: qs.Accounts,
 			Subscriptions: cmds.Subscriptions, SubscriptionReads: qs.Subscriptions,
+			DeviceSubscriptions: cmds.DeviceSubscriptions, DeviceSubscriptionReads: qs.DeviceSubscriptions,
 			Devices: cmds.Devices, DeviceReads: qs.Devices,
+			Networks: cmds.Networks, NetworkReads: qs.Networks,
 			Changes: qs.Changes,
 			Sends:   cmds.Sends, Receipts: qs.Sends,
 		},
