@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/EventStore/EventStore-Client-Go/v4/protos/shared"
@@ -55,7 +56,17 @@ type Server struct {
 	done  chan struct{}
 	once  sync.Once
 	serve chan error
+	// stalls counts StallSubscriptions calls; a subscription opened before
+	// the latest one sends nothing more.
+	stalls atomic.Int64
 }
+
+// StallSubscriptions makes every subscription open now go silent: it stays
+// open but delivers nothing more, as EventStoreDB's subscriptions have
+// been seen to (https://github.com/kurrent-io/KurrentDB/issues/2544). For
+// tests of the client's watchdog; subscriptions opened later are served
+// normally.
+func (s *Server) StallSubscriptions() { s.stalls.Add(1) }
 
 // Start opens (or creates) the double's log in dir and serves the Streams
 // API on addr ("127.0.0.1:0" picks a free port; see Addr) until Close.
@@ -495,9 +506,18 @@ func (r *reader) subscribe(o *api.ReadReq_Options_AllOptions, f *filter) error {
 	}
 	r.s.opts.Logger.Debug("subscription", "id", id, "from", next, "filter", f.String())
 	ctx := r.call.Context()
+	stalls := r.s.stalls.Load()
 	caughtUp := false
 	var looked uint32 // events looked at since the last checkpoint
 	for {
+		if r.s.stalls.Load() != stalls {
+			select {
+			case <-ctx.Done():
+				return status.FromContextError(ctx.Err()).Err()
+			case <-r.s.done:
+				return status.Error(codes.Unavailable, "server stopping")
+			}
+		}
 		durable, wake := l.watch()
 		if next < durable {
 			if caughtUp && durable-next > fellBehindAfter {
