@@ -140,8 +140,10 @@ type recorder struct {
 	pos  []eventstore.Position
 }
 
-func (*recorder) Name() string              { return "recorder.v1" }
-func (*recorder) Filter() eventstore.Filter { return eventstore.Filter{StreamPrefixes: []string{"rec-"}} }
+func (*recorder) Name() string { return "recorder.v1" }
+func (*recorder) Filter() eventstore.Filter {
+	return eventstore.Filter{StreamPrefixes: []string{"rec-"}}
+}
 func (h *recorder) Apply(_ context.Context, events iter.Seq[*projections.Event], _ projections.Mode) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
