@@ -36,8 +36,8 @@ func appendError(err error, stream string, expect eventstore.Revision) error {
 // parseCurrentRevision reads the stream's revision out of the client's
 // wrong-expected-version error, which carries it only in its text:
 // "wrong expected version: expecting '<e>' but got '<current>'", where
-// current is "no_stream" or a revision (esdb/client.go, AppendToStream, in
-// the pinned v4.2.0).
+// current is "no_stream" or a revision (AppendToStream in
+// https://github.com/EventStore/EventStore-Client-Go/blob/v4.2.0/esdb/client.go).
 func parseCurrentRevision(msg string) (eventstore.Revision, bool) {
 	const marker = "' but got '"
 	i := strings.LastIndex(msg, marker)
