@@ -104,19 +104,28 @@ func (d *double) read(stream string) []*client.RecordedEvent {
 	if err != nil {
 		d.t.Fatal(err)
 	}
+	evs, err := drain(rs)
+	var e *client.Error
+	if errors.As(err, &e) && e.Code() == client.ErrorCodeResourceNotFound {
+		return nil
+	}
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return evs
+}
+
+// drain reads rs to its end and closes it.
+func drain(rs *client.ReadStream) ([]*client.RecordedEvent, error) {
 	defer rs.Close()
 	var out []*client.RecordedEvent
 	for {
 		ev, err := rs.Recv()
 		if errors.Is(err, io.EOF) {
-			return out
-		}
-		var e *client.Error
-		if errors.As(err, &e) && e.Code() == client.ErrorCodeResourceNotFound {
-			return nil
+			return out, nil
 		}
 		if err != nil {
-			d.t.Fatal(err)
+			return out, err
 		}
 		out = append(out, ev.Event)
 	}
@@ -340,18 +349,11 @@ func (d *double) readAll(opts client.ReadAllOptions, n uint64) []*client.Recorde
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	defer rs.Close()
-	var out []*client.RecordedEvent
-	for {
-		ev, err := rs.Recv()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			d.t.Fatal(err)
-		}
-		out = append(out, ev.Event)
+	evs, err := drain(rs)
+	if err != nil {
+		d.t.Fatal(err)
 	}
+	return evs
 }
 
 // subscriptionLog is what a subscription delivered, in order.
