@@ -1,6 +1,8 @@
 package domain
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"time"
 )
@@ -15,6 +17,16 @@ const (
 
 // DeviceStream returns "device-{id}": the device's connections and viewing.
 func DeviceStream(id int64) string { return "device-" + strconv.FormatInt(id, 10) }
+
+// DeviceViewingStream returns "device-{id}-viewing-{hash of key}": the
+// stream of the one viewing report a device sent under an idempotency key.
+// Appended only while it does not exist, a retried report is recognised by
+// the stream and the event ids (EventStoreDB's rule), not by the event ids
+// alone.
+func DeviceViewingStream(id int64, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return DeviceStream(id) + "-viewing-" + hex.EncodeToString(sum[:16])
+}
 
 // DeviceConnected records a device's websocket connection to a node.
 type DeviceConnected struct {

@@ -6,6 +6,10 @@
 //	tvsm billing-check  check an operator billing against the billing models
 //	tvsm version    print the version
 //	tvsm help       print this usage
+//
+// and, left out of the usage because it is for tests and trials,
+//
+//	tvsm esdb-double  run the protocol double of EventStoreDB (docs/eventstore.md)
 package main
 
 import (
@@ -63,6 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitCode("bench", benchCmd(ctx, rest, stdout, stderr), stderr)
 	case "simulate":
 		return exitCode("simulate", simulateCmd(ctx, rest, stdout, stderr), stderr)
+	case "esdb-double":
+		return exitCode("esdb-double", esdbDoubleCmd(ctx, rest, stderr), stderr)
 	case "billing-check":
 		return exitCode("billing-check", billingCheckCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
 	case "version":

@@ -85,16 +85,20 @@ func TestServeConfigFromEnvironment(t *testing.T) {
 	}
 }
 
-func TestServeRefusesBackendsNotBuilt(t *testing.T) {
+func TestServeFailsOnUnreachableBackends(t *testing.T) {
 	isolateEnv(t)
 	for _, tc := range []struct{ flag, value, want string }{
-		{"--eventstore", "esdb://localhost:2113?tls=false", "esdb backend not built yet"},
 		// Port 1 on loopback: nothing listens, so the store is unavailable.
+		{"--eventstore", "esdb://127.0.0.1:1?tls=false", "event store: esdb: esdb://127.0.0.1:1?tls=false: not reachable"},
 		{"--stats", "clickhouse://127.0.0.1:1/tvsm", "stats: "},
 	} {
-		code, _, stderr := runCapture(t, "serve", "--data", t.TempDir(), "--http", "127.0.0.1:0", tc.flag, tc.value)
-		if code != exitFailure || !strings.Contains(stderr, tc.want) {
-			t.Errorf("%s %s: exit %d, stderr %q", tc.flag, tc.value, code, stderr)
+		// serve waits for an EventStoreDB to answer until it is stopped.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		var out, errOut bytes.Buffer
+		code := run(ctx, []string{"serve", "--data", t.TempDir(), "--http", "127.0.0.1:0", tc.flag, tc.value}, &out, &errOut)
+		cancel()
+		if code != exitFailure || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%s %s: exit %d, stderr %q", tc.flag, tc.value, code, errOut.String())
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
+	"tvsm/eventstore/esdb"
 	"tvsm/internal/platform/config"
 	"tvsm/internal/platform/logging"
 	"tvsm/internal/platform/metrics"
@@ -57,7 +58,7 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 	if facts != nil {
 		opened.push("statistics", facts.Close)
 	}
-	store, err := openEventStore(cfg, logger)
+	store, err := openEventStore(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -184,7 +185,7 @@ type closableStore interface {
 }
 
 // openEventStore opens the backend cfg.EventStore names.
-func openEventStore(cfg config.Config, logger *slog.Logger) (closableStore, error) {
+func openEventStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (closableStore, error) {
 	if cfg.EventStore == config.EventStoreEmbedded {
 		dir := filepath.Join(cfg.DataDir, "events")
 		store, err := embedded.Open(dir, embedded.Options{Logger: logger.With("component", "eventstore"), CommitDelay: commitDelay(cfg.CommitDelay)})
@@ -193,8 +194,14 @@ func openEventStore(cfg config.Config, logger *slog.Logger) (closableStore, erro
 		}
 		return store, nil
 	}
-	// config only lets esdb URLs through besides "embedded".
-	return nil, errors.New("event store: esdb backend not built yet")
+	// config only lets EventStoreDB URLs through besides "embedded". Open
+	// waits for the server to answer (a node cannot build its read model
+	// without it).
+	store, err := esdb.Open(ctx, cfg.EventStore, esdb.Options{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("event store: %w", err)
+	}
+	return store, nil
 }
 
 // openStats opens the ClickHouse fact store cfg.Stats names (it creates or

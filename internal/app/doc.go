@@ -98,15 +98,19 @@
 //  3. Execute the account creation on "account-{id}";
 //  4. if 3 fails, Release(login stream, "account-{id}").
 //
-// Changing a login reserves the new name first, updates the account, then
-// releases the old name. A crash between 2 and 3 leaves a reservation whose
-// owner does not exist. A retry with the same Idempotency-Key repairs it by
-// itself (same pinned id, so Reserve is a no-op for the same owner). Otherwise
-// the next request for that login repairs it: Reserve calls isAlive for the
-// holder, and when the holder does not exist (its stream is missing, or the
-// account is deleted) and the reservation is older than
-// Options.ReservationGrace (1m), takes it over, appending ReservationTaken
-// with Evicted set. The grace period keeps a request that has reserved but
+// (When the store appends to several streams atomically, ExecuteReserving
+// does 2 and 3 in one append; EventStoreDB cannot, and takes the steps
+// above.) Changing a login reserves the new name first, updates the
+// account, then releases the old name. A crash between 2 and 3 leaves a
+// reservation whose owner does not exist; a crash in the middle of a login
+// change, one whose owner exists under another login. A retry with the same
+// Idempotency-Key repairs the first by itself (same pinned id, so Reserve is
+// a no-op for the same owner). Otherwise the next request for that login
+// repairs it: Reserve calls isAlive for the holder, and when the holder does
+// not hold the name any more (for accounts: its stream is missing, the
+// account is deleted, or its login is another) and the reservation is older
+// than Options.ReservationGrace (1m), takes it over, appending
+// ReservationTaken with Evicted set. The grace period keeps a request that has reserved but
 // not yet created its account from being robbed; such a request must finish
 // within it (HTTP handler timeout < grace).
 //

@@ -111,7 +111,7 @@ func (h *Accounts) createReserved(ctx context.Context, c app.Caller, cmd domain.
 	if handled {
 		return res, err
 	}
-	if err := h.reserveLogin(ctx, c, stream, owner); err != nil {
+	if err := h.reserveLogin(ctx, c, cmd.Provider, cmd.Login, owner); err != nil {
 		return app.Result[domain.Account]{}, err
 	}
 	res, err = app.Execute(ctx, h.w.x, owner, domain.AccountDecider(), domain.AccountCommand(cmd), meta)
@@ -124,8 +124,8 @@ func (h *Accounts) createReserved(ctx context.Context, c app.Caller, cmd domain.
 
 // reserveLogin makes owner the holder of a login, converting "taken" into
 // the validation error the API answers (400 naming login).
-func (h *Accounts) reserveLogin(ctx context.Context, c app.Caller, stream, owner string) error {
-	err := h.w.x.Reserve(ctx, stream, owner, c.Meta(), h.alive)
+func (h *Accounts) reserveLogin(ctx context.Context, c app.Caller, provider int64, login, owner string) error {
+	err := h.w.x.Reserve(ctx, app.LoginStream(provider, login), owner, c.Meta(), h.holds(provider, login))
 	if errors.Is(err, app.ErrTaken) {
 		return domain.NewValidationError("login", problemTaken)
 	}
@@ -144,15 +144,23 @@ func (h *Accounts) releaseLogin(ctx context.Context, c app.Caller, stream, owner
 	}
 }
 
-// alive is the app.IsAlive of login reservations: the owner "account-{id}"
-// exists and is not deleted. It reads the stream rather than the read
-// model, which may lag behind another node's writes.
-func (h *Accounts) alive(ctx context.Context, owner string) (bool, error) {
-	a, found, err := h.w.loadAccount(ctx, owner)
-	if err != nil || !found {
-		return false, err
+// holds is the app.IsAlive of the reservation of login in provider: its
+// owner "account-{id}" exists, is not deleted and has that login. A
+// reservation is left behind by a crash between two appends: before the
+// account is created (no account), after the account was deleted (deleted),
+// and on both sides of a login change, which reserves the new login, then
+// changes the account, then releases the old one (an account with another
+// login). Each is taken over once older than the grace period. It reads the
+// stream rather than the read model, which may lag behind another node's
+// writes.
+func (h *Accounts) holds(provider int64, login string) app.IsAlive {
+	return func(ctx context.Context, owner string) (bool, error) {
+		a, found, err := h.w.loadAccount(ctx, owner)
+		if err != nil || !found {
+			return false, err
+		}
+		return a.Exists() && a.Provider == provider && a.Login == login, nil
 	}
-	return a.Exists(), nil
 }
 
 // Update changes the fields of account id that in carries (POST with id, or
@@ -190,7 +198,7 @@ func (h *Accounts) Update(ctx context.Context, c app.Caller, id int64, in Accoun
 			}
 		}
 		loginStream, owner = app.LoginStream(cur.Provider, newLogin), domain.AccountStream(id)
-		if err := h.reserveLogin(ctx, c, loginStream, owner); err != nil {
+		if err := h.reserveLogin(ctx, c, cur.Provider, newLogin, owner); err != nil {
 			return query.AccountView{}, err
 		}
 	}
