@@ -16,6 +16,9 @@ type state struct {
 	tariffs    map[int64]versioned[domain.Tariff]
 	channels   map[int64]versioned[domain.Channel]
 	categories map[int64]versioned[domain.Category]
+	tags       map[int64]versioned[domain.TariffTag]
+	regions    map[int64]versioned[domain.Region]
+	devTypes   map[int64]versioned[domain.DeviceType]
 	admins     map[string]versioned[domain.Admin]
 
 	accounts map[int64]*account  // live accounts
@@ -70,6 +73,9 @@ func newStateSized(accounts, subs, devs int) *state {
 		tariffs:    make(map[int64]versioned[domain.Tariff]),
 		channels:   make(map[int64]versioned[domain.Channel]),
 		categories: make(map[int64]versioned[domain.Category]),
+		tags:       make(map[int64]versioned[domain.TariffTag]),
+		regions:    make(map[int64]versioned[domain.Region]),
+		devTypes:   make(map[int64]versioned[domain.DeviceType]),
 		admins:     make(map[string]versioned[domain.Admin]),
 		accounts:   make(map[int64]*account, accounts),
 		deleted:    make(map[int64]tombstone),
