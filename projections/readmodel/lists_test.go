@@ -442,7 +442,13 @@ func TestListCatalogFilters(t *testing.T) {
 	}
 
 	chans := func(q ChannelQuery) []int64 {
+		if q.Scope == (Scope{}) {
+			q.Scope = AllProviders
+		}
 		return ids(must(m.ListChannels(q)), func(c domain.Channel) int64 { return c.ID })
+	}
+	if got := ids(must(m.ListChannels(ChannelQuery{Tariff: 12})), func(c domain.Channel) int64 { return c.ID }); len(got) != 0 {
+		t.Errorf("channels of a tariff in the zero scope: %v", got)
 	}
 	for name, tc := range map[string]struct {
 		q    ChannelQuery
@@ -450,6 +456,8 @@ func TestListCatalogFilters(t *testing.T) {
 	}{
 		"all live":            {ChannelQuery{}, []int64{5, 6}},
 		"tariff":              {ChannelQuery{Tariff: 12}, []int64{6}},
+		"tariff in scope":     {ChannelQuery{Tariff: 12, Scope: ProviderScope(1)}, []int64{6}},
+		"tariff out of scope": {ChannelQuery{Tariff: 12, Scope: ProviderScope(2)}, nil},
 		"unknown tariff":      {ChannelQuery{Tariff: 99}, nil},
 		"enabled":             {ChannelQuery{Enabled: ptr(true)}, []int64{5}},
 		"disabled":            {ChannelQuery{Enabled: ptr(false)}, []int64{6}},

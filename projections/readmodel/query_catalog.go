@@ -87,16 +87,18 @@ func (m *Model) ListTariffs(q TariffQuery) (List[domain.Tariff], error) {
 var ChannelSortFields = []string{"id", "name", "number"}
 
 // ChannelQuery selects channels. Channels belong to no provider (they are
-// the operator's line-up, which tariffs pick from), so there is no scope:
-// every administrator sees them all.
+// the operator's line-up, which tariffs pick from): every administrator
+// sees them all, and Scope only limits which tariff may filter them.
 type ChannelQuery struct {
 	Page
 	// Category keeps the channels listed in one category (0: any).
 	Category int64
 	// Tariff keeps the channels one tariff lists (0: any); a tariff that
-	// does not exist lists none. Tariffs belong to providers: the caller
-	// checks that the tariff is within the administrator's scope.
+	// does not exist, or whose provider is outside Scope, lists none.
 	Tariff int64
+	// Scope limits the Tariff filter to the tariffs of one provider (see
+	// Scope); without a Tariff filter it does not matter.
+	Scope Scope
 	// Enabled keeps enabled (true) or disabled (false) channels.
 	Enabled *bool
 	// Search keeps the channels whose name or text name contains it,
@@ -109,7 +111,7 @@ func (m *Model) ListChannels(q ChannelQuery) (List[domain.Channel], error) {
 	var inTariff map[int64]bool
 	if q.Tariff != 0 {
 		t, ok := m.Tariff(q.Tariff)
-		if !ok {
+		if !ok || !q.Scope.Allows(t.Provider) {
 			return emptyList[domain.Channel](), nil
 		}
 		inTariff = make(map[int64]bool, len(t.Channels))
@@ -172,6 +174,19 @@ func (m *Model) CategoryChannels(ids []int64) map[int64][]int64 {
 	for _, l := range out {
 		slices.Sort(l)
 	}
+	return out
+}
+
+// LiveCategories returns the ids of ids whose categories exist, in order.
+func (m *Model) LiveCategories(ids []int64) []int64 {
+	out := make([]int64, 0, len(ids))
+	m.read(func(s *state) {
+		for _, id := range ids {
+			if c, ok := s.categories[id]; ok && c.v.Exists() {
+				out = append(out, id)
+			}
+		}
+	})
 	return out
 }
 

@@ -60,8 +60,11 @@ type Commands struct {
 	Devices       *Devices
 	Providers     *Providers
 	Tariffs       *Tariffs
+	TariffTags    *TariffTags
 	Channels      *Channels
 	Categories    *Categories
+	Regions       *Regions
+	DeviceTypes   *DeviceTypes
 	Admins        *Admins
 	Sends         *Sends
 }
@@ -88,8 +91,11 @@ func New(cfg Config) (*Commands, error) {
 		Devices:       &Devices{w},
 		Providers:     &Providers{w},
 		Tariffs:       &Tariffs{w},
+		TariffTags:    &TariffTags{w},
 		Channels:      &Channels{w},
-		Categories:    &Categories{w},
+		Categories:    newCategories(w),
+		Regions:       newRegions(w),
+		DeviceTypes:   newDeviceTypes(w),
 		Admins:        &Admins{w},
 		Sends:         &Sends{w},
 	}, nil
