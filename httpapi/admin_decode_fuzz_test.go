@@ -25,6 +25,11 @@ func FuzzAdminDecode(f *testing.F) {
 		`{"login":"ops","password":12345678,"provider":null}`,
 		`{"login":["x"],"password":{},"provider":"x"}`,
 		`{"id":"x","billing":[1]}`,
+		`{"name":"Acme","region_tag":2,"comment":"c\nd","logo_url":null}`,
+		`{"region_tag":"x","comment":5,"logo_url":""}`,
+		`{"provider":1,"name":"T","tarif_tag":null}`,
+		`{"name":"C","text_name":null,"enabled":"0","time_shift_depth":"72"}`,
+		`{"time_shift_depth":-1,"text_name":[1],"enabled":null}`,
 		`[]`, `null`, ``, `{"a":`,
 	} {
 		f.Add([]byte(seed))
@@ -91,8 +96,12 @@ func adminCheckDecoded(t *testing.T, name string, v any) {
 	case command.ChannelFields:
 		notNull("name", f.Name.IsNull())
 		notNull("number", f.Number.IsNull())
+		notNull("enabled", f.Enabled.IsNull())
 		if n, ok := f.Number.Get(); ok && (n < 0 || n > domain.MaxChannelNumber) {
 			t.Fatalf("%s: number %d accepted", name, n)
+		}
+		if n, ok := f.TimeShiftDepth.Get(); ok && (n < 0 || n > domain.MaxTimeShiftDepth) {
+			t.Fatalf("%s: time_shift_depth %d accepted", name, n)
 		}
 	case command.AdminFields:
 		notNull("login", f.Login.IsNull())

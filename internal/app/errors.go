@@ -75,22 +75,27 @@ func (e *TakenError) Error() string { return fmt.Sprintf("app: already taken by 
 // Unwrap returns ErrTaken.
 func (e *TakenError) Unwrap() error { return ErrTaken }
 
-// InUseError refuses the delete of object What ID because the objects By
-// (IDs) still refer to it. It matches ErrInUse with errors.Is.
+// InUseError refuses the delete of object What ID because the objects of
+// kind By (IDs) still refer to it. It matches ErrInUse with errors.Is.
 type InUseError struct {
 	What string  // "tarif_tag"
 	ID   int64   // its id
-	By   string  // "tariffs"
+	By   string  // "tariff"
 	IDs  []int64 // the ids of those that refer to it, ascending
 }
 
-// Error implements error: "tarif_tag 3 is in use by tariffs 4, 5: change them first".
+// Error implements error: "tarif_tag 3 is in use by tariffs 4, 5: change
+// them first".
 func (e *InUseError) Error() string {
 	ids := make([]string, len(e.IDs))
 	for i, id := range e.IDs {
 		ids[i] = strconv.FormatInt(id, 10)
 	}
-	return fmt.Sprintf("%s %d is in use by %s %s: change them first", e.What, e.ID, e.By, strings.Join(ids, ", "))
+	by, them := e.By, "it"
+	if len(ids) > 1 {
+		by, them = by+"s", "them"
+	}
+	return fmt.Sprintf("%s %d is in use by %s %s: change %s first", e.What, e.ID, by, strings.Join(ids, ", "), them)
 }
 
 // Unwrap returns ErrInUse.

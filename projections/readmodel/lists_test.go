@@ -517,6 +517,14 @@ func TestListCatalogFilters(t *testing.T) {
 	if got := m.CategoryChannels([]int64{1, 2, 9}); !reflect.DeepEqual(got, map[int64][]int64{1: {5, 6}, 2: {6}, 9: {}}) {
 		t.Errorf("category channels: %v", got)
 	}
+	le.category(domain.DeleteCategory{ID: 2})
+	le.r.sync()
+	if got := m.LiveCategories([]int64{2, 1, 9}); !slices.Equal(got, []int64{1}) {
+		t.Errorf("live categories: %v", got)
+	}
+	if ch, _ := m.Channel(6); !slices.Equal(ch.Categories, []int64{2, 1}) {
+		t.Errorf("a channel's categories as stored: %v", ch.Categories)
+	}
 }
 
 // TestOlderCatalogSnapshot checks that the catalog of a snapshot taken

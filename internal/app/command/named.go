@@ -120,7 +120,7 @@ func newRegions(w *writer) *Regions {
 		current: w.q.Regions.Current,
 		inUse: func(id int64) error {
 			if by := w.model.ProvidersInRegion(id); len(by) > 0 {
-				return &app.InUseError{What: "region", ID: id, By: "providers", IDs: by}
+				return &app.InUseError{What: "region", ID: id, By: "provider", IDs: by}
 			}
 			return nil
 		},

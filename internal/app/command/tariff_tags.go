@@ -93,7 +93,7 @@ func (h *TariffTags) Delete(ctx context.Context, c app.Caller, id int64) (domain
 			return domain.TariffTag{}, err
 		}
 		if by := h.w.model.TariffsTagged(id); len(by) > 0 {
-			return domain.TariffTag{}, &app.InUseError{What: domain.TariffTagField, ID: id, By: "tariffs", IDs: by}
+			return domain.TariffTag{}, &app.InUseError{What: domain.TariffTagField, ID: id, By: "tariff", IDs: by}
 		}
 	}
 	cmd := domain.DeleteTariffTag{ID: id}
