@@ -137,3 +137,36 @@ func TestProviderTarifsContract(t *testing.T) {
 		t.Fatalf("admin view: %d %s", status, body)
 	}
 }
+
+// TestProviderTarifIdempotency checks that a create with an
+// Idempotency-Key happens once, that the key is the route's (the Admin
+// API's tariffs are another route), and that a scoped admin's create
+// without provider is the same request as one naming its provider.
+func TestProviderTarifIdempotency(t *testing.T) {
+	env := nodetest.Start(t)
+	acme := mustProvider(t, env, "Acme")
+	ops := scopedClient(t, env, "acme-ops", acme)
+	key := http.Header{"Idempotency-Key": {"sync-1"}}
+	create := func(c papi, body map[string]any) int64 {
+		t.Helper()
+		status, data := c.doHeader(t, http.MethodPost, "/tarifs/", body, key)
+		if status != http.StatusOK {
+			t.Fatalf("create: %d %s", status, data)
+		}
+		return decodeObj(t, data).id(t)
+	}
+	first := create(ops, map[string]any{"tarif_name": "Basic", "provider": nil, "enabled": true})
+	if again := create(ops, map[string]any{"tarif_name": "Basic", "provider": acme, "enabled": true}); again != first {
+		t.Fatalf("retry created %d, first %d", again, first)
+	}
+	status, data := ops.env.DoHeader(t, http.MethodPost, "/api/admin/tariffs", ops.login, ops.pass, map[string]any{"name": "Basic", "provider": acme}, key)
+	if status != http.StatusOK || decodeObj(t, data).id(t) == first {
+		t.Fatalf("the Admin API's create with the same key: %d %s", status, data)
+	}
+	if status, data := ops.doHeader(t, http.MethodPost, "/tarifs/", map[string]any{"tarif_name": "Other"}, key); status != http.StatusUnprocessableEntity {
+		t.Fatalf("same key, other body: %d %s", status, data)
+	}
+	if l := superClient(env).ok(t, http.MethodGet, "/tarifs/?start=0&limit=50", nil); l.int(t, "total") != 2 {
+		t.Fatalf("tariffs %v", l)
+	}
+}
