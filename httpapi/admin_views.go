@@ -171,10 +171,14 @@ func decodeAdminProvider(o *wire.Object) command.ProviderFields {
 
 // decodeAdminTariff reads a tariff body. A null description or tarif_tag
 // clears it; channels is a list of channel ids ([] clears it).
-func decodeAdminTariff(o *wire.Object) command.TariffFields {
+func decodeAdminTariff(o *wire.Object) command.TariffFields { return decodeTariff(o, "name") }
+
+// decodeTariff reads a tariff body whose name is under nameKey: "name" in
+// the Admin API, "tarif_name" in the Provider API.
+func decodeTariff(o *wire.Object, nameKey string) command.TariffFields {
 	return command.TariffFields{
 		Provider:    o.Int64("provider"),
-		Name:        o.String("name"),
+		Name:        o.String(nameKey),
 		Enabled:     o.Bool("enabled"),
 		Channels:    o.Int64List("channels"),
 		Description: o.NullableString("description"),

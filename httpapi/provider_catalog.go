@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 
@@ -65,6 +66,14 @@ func providerEnabled(q ListQuery) *bool {
 	return nil
 }
 
+// deletes returns the Delete of w, nil when w is.
+func deletes[T, F any](w Writes[T, F]) func(context.Context, app.Caller, int64) (T, error) {
+	if w == nil {
+		return nil
+	}
+	return w.Delete
+}
+
 // renderJSON is the answer to a create: the view as JSON.
 func renderJSON[T, V any](view func(T) V) func(T) ([]byte, error) {
 	return func(v T) ([]byte, error) { return json.Marshal(view(v)) }
@@ -111,9 +120,9 @@ func providerTarif(t domain.Tariff) providerTarifJSON {
 // Admin API calls /tariffs. A provider-scoped admin writes its own
 // provider's, which a create without provider is for.
 func providerTarifs(api ProviderAPI, idem Idempotency) providerResource[domain.Tariff, command.TariffFields, readmodel.TariffQuery, providerTarifJSON] {
-	r := providerResource[domain.Tariff, command.TariffFields, readmodel.TariffQuery, providerTarifJSON]{
+	return providerResource[domain.Tariff, command.TariffFields, readmodel.TariffQuery, providerTarifJSON]{
 		path: "/tarifs", what: "tarif", spec: providerTarifList, idem: idem,
-		reads: api.TariffReads, writes: api.Tariffs,
+		reads: api.TariffReads, writes: api.Tariffs, del: deletes(api.Tariffs),
 		query: func(q ListQuery, bad map[string]string) readmodel.TariffQuery {
 			return readmodel.TariffQuery{
 				Page:     providerSortPage(q, map[string]string{"tarif_name": "name"}),
@@ -128,27 +137,15 @@ func providerTarifs(api ProviderAPI, idem Idempotency) providerResource[domain.T
 		fields:    map[string]string{"name": "tarif_name"},
 		decode:    readProviderTarif, view: providerTarif, render: renderJSON(providerTarif),
 	}
-	if api.Tariffs != nil {
-		r.del = api.Tariffs.Delete
-	}
-	return r
 }
 
 // readProviderTarif reads a tariff body. tarif_tag null clears the tag;
 // "name" is taken when "tarif_name" is absent (the Admin API's spelling).
 func readProviderTarif(obj *wire.Object) command.TariffFields {
-	f := command.TariffFields{
-		Provider:    obj.Int64("provider"),
-		Name:        obj.String("tarif_name"),
-		Enabled:     obj.Bool("enabled"),
-		Channels:    obj.Int64List("channels"),
-		Description: obj.NullableString("description"),
-		Tag:         obj.NullableInt64("tarif_tag"),
+	if !obj.Has("tarif_name") && obj.Has("name") {
+		return decodeTariff(obj, "name")
 	}
-	if !obj.Has("tarif_name") {
-		f.Name = obj.String("name")
-	}
-	return f
+	return decodeTariff(obj, "tarif_name")
 }
 
 // --- /tarif_tags
@@ -175,9 +172,9 @@ func providerTarifTag(t domain.TariffTag) providerTarifTagJSON {
 // providerTarifTags is /tarif_tags. Deleting a tag that tariffs name is
 // refused (409 naming them).
 func providerTarifTags(api ProviderAPI, idem Idempotency) providerResource[domain.TariffTag, command.TariffTagFields, readmodel.TariffTagQuery, providerTarifTagJSON] {
-	r := providerResource[domain.TariffTag, command.TariffTagFields, readmodel.TariffTagQuery, providerTarifTagJSON]{
+	return providerResource[domain.TariffTag, command.TariffTagFields, readmodel.TariffTagQuery, providerTarifTagJSON]{
 		path: "/tarif_tags", what: "tarif_tag", spec: providerTarifTagList, idem: idem,
-		reads: api.TariffTagReads, writes: api.TariffTags,
+		reads: api.TariffTagReads, writes: api.TariffTags, del: deletes(api.TariffTags),
 		query: func(q ListQuery, bad map[string]string) readmodel.TariffTagQuery {
 			return readmodel.TariffTagQuery{
 				Page:     providerPage(q),
@@ -189,10 +186,6 @@ func providerTarifTags(api ProviderAPI, idem Idempotency) providerResource[domai
 		normalize: func(c app.Caller, f command.TariffTagFields) command.TariffTagFields { return f.WithDefaults(c) },
 		decode:    readProviderTarifTag, view: providerTarifTag, render: renderJSON(providerTarifTag),
 	}
-	if api.TariffTags != nil {
-		r.del = api.TariffTags.Delete
-	}
-	return r
 }
 
 // readProviderTarifTag reads a tariff tag body; position null means
@@ -376,19 +369,15 @@ func providerDeviceType(d domain.DeviceType) providerDeviceTypeJSON {
 // providerDeviceTypes is /device_types: every admin reads them, only
 // superadmins write them (403 for a provider-scoped admin).
 func providerDeviceTypes(api ProviderAPI, idem Idempotency) providerResource[domain.DeviceType, command.NameFields, readmodel.DeviceTypeQuery, providerDeviceTypeJSON] {
-	r := providerResource[domain.DeviceType, command.NameFields, readmodel.DeviceTypeQuery, providerDeviceTypeJSON]{
+	return providerResource[domain.DeviceType, command.NameFields, readmodel.DeviceTypeQuery, providerDeviceTypeJSON]{
 		path: "/device_types", what: "device_type", idem: idem,
 		spec:  ListSpec{Sort: []string{"id", "device_type"}},
-		reads: api.DeviceTypeReads, writes: api.DeviceTypes,
+		reads: api.DeviceTypeReads, writes: api.DeviceTypes, del: deletes(api.DeviceTypes),
 		query: func(q ListQuery, _ map[string]string) readmodel.DeviceTypeQuery {
 			return readmodel.DeviceTypeQuery{Page: providerSortPage(q, map[string]string{"device_type": "name"}), Search: q.QuickSearch}
 		},
 		decode: readProviderDeviceType, view: providerDeviceType, render: renderJSON(providerDeviceType),
 	}
-	if api.DeviceTypes != nil {
-		r.del = api.DeviceTypes.Delete
-	}
-	return r
 }
 
 // readProviderDeviceType reads a device type body.

@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"fmt"
 
 	"tvsm/domain"
 	"tvsm/internal/app"
@@ -34,12 +33,10 @@ type TariffTags struct{ w *writer }
 // provider must exist.
 func (h *TariffTags) Create(ctx context.Context, c app.Caller, f TariffTagFields) (domain.TariffTag, error) {
 	w := h.w
-	f = f.WithDefaults(c)
-	provider := f.Provider.Or(0)
-	if provider > 0 {
-		if err := c.CheckScope(provider); err != nil {
-			return domain.TariffTag{}, err
-		}
+	var extra map[string]string
+	provider, err := w.providerOfCreate(c, f.Provider, &extra)
+	if err != nil {
+		return domain.TariffTag{}, err
 	}
 	cmd := domain.CreateTariffTag{
 		ID:       1, // placeholder for the dry run; the real id is taken after it
@@ -47,10 +44,6 @@ func (h *TariffTags) Create(ctx context.Context, c app.Caller, f TariffTagFields
 		Name:     f.Name.Or(""),
 		Enabled:  f.Enabled.Ptr(),
 		Position: f.Position.Or(0),
-	}
-	var extra map[string]string
-	if _, ok := w.model.Provider(provider); provider > 0 && !ok {
-		addFieldProblem(&extra, "provider", fmt.Sprintf("unknown provider %d", provider))
 	}
 	if err := withProblems(dryRun(domain.TariffTagDecider(), domain.TariffTagCommand(cmd)), extra); err != nil {
 		return domain.TariffTag{}, err

@@ -37,6 +37,24 @@ func defaultProvider(p domain.Optional[int64], c app.Caller) domain.Optional[int
 	return p
 }
 
+// providerOfCreate returns the provider a create by c of an object of a
+// provider is for (p, or a provider-scoped admin's own; 0 when none is
+// given, for the domain to report): app.ErrForbidden when it is outside
+// c's scope, a problem with "provider" in extra when it does not exist.
+func (w *writer) providerOfCreate(c app.Caller, p domain.Optional[int64], extra *map[string]string) (int64, error) {
+	provider := defaultProvider(p, c).Or(0)
+	if provider <= 0 {
+		return provider, nil
+	}
+	if err := c.CheckScope(provider); err != nil {
+		return 0, err
+	}
+	if _, ok := w.model.Provider(provider); !ok {
+		addFieldProblem(extra, "provider", fmt.Sprintf("unknown provider %d", provider))
+	}
+	return provider, nil
+}
+
 // Tariffs handles the commands on tariffs; an admin changes the tariffs of
 // the providers in its scope.
 type Tariffs struct{ w *writer }
@@ -47,12 +65,10 @@ type Tariffs struct{ w *writer }
 // and the tag (one of the provider's) must exist.
 func (h *Tariffs) Create(ctx context.Context, c app.Caller, f TariffFields) (domain.Tariff, error) {
 	w := h.w
-	f = f.WithDefaults(c)
-	provider := f.Provider.Or(0)
-	if provider > 0 {
-		if err := c.CheckScope(provider); err != nil {
-			return domain.Tariff{}, err
-		}
+	var extra map[string]string
+	provider, err := w.providerOfCreate(c, f.Provider, &extra)
+	if err != nil {
+		return domain.Tariff{}, err
 	}
 	cmd := domain.CreateTariff{
 		ID:          1, // placeholder for the dry run; the real id is taken after it
@@ -62,12 +78,6 @@ func (h *Tariffs) Create(ctx context.Context, c app.Caller, f TariffFields) (dom
 		Channels:    f.Channels.Or(nil),
 		Description: f.Description.Or(""),
 		Tag:         f.Tag.Ptr(),
-	}
-	var extra map[string]string
-	if provider > 0 {
-		if _, ok := w.model.Provider(provider); !ok {
-			addFieldProblem(&extra, "provider", fmt.Sprintf("unknown provider %d", provider))
-		}
 	}
 	if cmd.Tag != nil && provider > 0 {
 		h.checkTag(&extra, *cmd.Tag, provider)
