@@ -2,7 +2,6 @@ package domain
 
 import (
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -83,7 +82,9 @@ func addSubscription(s Account, c AddSubscription) ([]Event, error) {
 			p.add("stop", problemStopBeforeStart)
 		}
 	}
-	p.add("time_shift_depth", checkTimeShiftDepth(c.TimeShiftDepth))
+	if c.TimeShiftDepth != nil {
+		p.add("time_shift_depth", checkTimeShiftDepth(*c.TimeShiftDepth))
+	}
 	if c.Device != 0 {
 		if _, ok := s.Device(c.Device); !ok {
 			p.add("device", "is not a device of the account")
@@ -140,7 +141,7 @@ func updateSubscription(s Account, c UpdateSubscription) ([]Event, error) {
 		p.add("stop", problemStopBeforeStart)
 	}
 	e.TimeShiftDepth = patchNullable(&p, "time_shift_depth", c.TimeShiftDepth, cur.TimeShiftDepth,
-		func(n int) string { return checkTimeShiftDepth(&n) })
+		checkTimeShiftDepth)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -157,17 +158,6 @@ func updateSubscription(s Account, c UpdateSubscription) ([]Event, error) {
 		return nil, nil
 	}
 	return []Event{e}, nil
-}
-
-// MaxTimeShiftDepth bounds time_shift_depth: TVIP gives no unit, so the
-// value is stored as the provider sends it, within 32 bits.
-const MaxTimeShiftDepth = math.MaxInt32
-
-func checkTimeShiftDepth(n *int) string {
-	if n != nil && (*n < 0 || *n > MaxTimeShiftDepth) {
-		return fmt.Sprintf("must be between 0 and %d", MaxTimeShiftDepth)
-	}
-	return ""
 }
 
 func removeSubscription(s Account, c RemoveSubscription) ([]Event, error) {

@@ -18,17 +18,29 @@ func sampleEvents() []domain.Event {
 	return []domain.Event{
 		providerWithBilling,
 		domain.ProviderUpdated{ProviderID: 7, Name: domain.Some("n"), Enabled: domain.Some(false), DevicesPerAccountLimit: domain.Null[int](),
-			FreeTariff: domain.Some[int64](3), BillingResolve: domain.Some(true), BillingURL: domain.Some("http://b"), BillingToken: domain.Some("")},
+			FreeTariff: domain.Some[int64](3), RegionTag: domain.Null[int64](), Comment: domain.Some(""), LogoURL: domain.Some("http://l"),
+			BillingResolve: domain.Some(true), BillingURL: domain.Some("http://b"), BillingToken: domain.Some("")},
 		domain.ProviderDeleted{ProviderID: 7},
 		tariffCreated,
-		domain.TariffUpdated{TariffID: 5, Name: domain.Some("n"), Enabled: domain.Some(true), Channels: domain.Some([]int64{}), Description: domain.Some("")},
+		domain.TariffUpdated{TariffID: 5, Name: domain.Some("n"), Enabled: domain.Some(true), Channels: domain.Some([]int64{}), Description: domain.Some(""),
+			Tag: domain.Null[int64]()},
 		domain.TariffDeleted{TariffID: 5},
 		channelCreated,
-		domain.ChannelUpdated{ChannelID: 3, Name: domain.Some("n"), Number: domain.Some(0), LogoURL: domain.Some(""), Description: domain.Some("d"), Categories: domain.Some([]int64{2})},
+		domain.ChannelUpdated{ChannelID: 3, Name: domain.Some("n"), Number: domain.Some(0), LogoURL: domain.Some(""), Description: domain.Some("d"), Categories: domain.Some([]int64{2}),
+			TextName: domain.Some("t"), Enabled: domain.Some(false), TimeShiftDepth: domain.Null[int]()},
 		domain.ChannelDeleted{ChannelID: 3},
 		domain.CategoryCreated{CategoryID: 1, Name: "News"},
 		domain.CategoryRenamed{CategoryID: 1, Name: "Sport"},
 		domain.CategoryDeleted{CategoryID: 1},
+		domain.TariffTagCreated{TagID: 4, Provider: 7, Name: "Sport", Position: 3},
+		domain.TariffTagUpdated{TagID: 4, Name: domain.Some("n"), Enabled: domain.Some(true), Position: domain.Some(0)},
+		domain.TariffTagDeleted{TagID: 4},
+		domain.RegionCreated{RegionID: 2, Name: "North"},
+		domain.RegionRenamed{RegionID: 2, Name: "South"},
+		domain.RegionDeleted{RegionID: 2},
+		domain.DeviceTypeCreated{DeviceTypeID: 3, Name: "tvip_s605"},
+		domain.DeviceTypeRenamed{DeviceTypeID: 3, Name: "tv"},
+		domain.DeviceTypeDeleted{DeviceTypeID: 3},
 		domain.AdminCreated{Login: "root", PasswordHash: hash1, Provider: ptr[int64](7)},
 		domain.AdminPasswordChanged{Login: "root", PasswordHash: hash2},
 		domain.AdminScopeChanged{Login: "root"},
@@ -107,6 +119,10 @@ func TestEventsAreCompact(t *testing.T) {
 		{sub1, `{"account_id":42,"subscription_id":1,"tariff":5,"start":"2026-01-01T00:00:00Z"}`},
 		{domain.SubscriptionChanged{AccountID: 42, SubscriptionID: 1, Stop: domain.Null[time.Time]()}, `{"account_id":42,"subscription_id":1,"stop":null}`},
 		{device2, `{"account_id":42,"device_id":2,"unique_id":"phone-2","class":"phone"}`},
+		// Channels created before they could be disabled have no
+		// "disabled": it is written only for a disabled one.
+		{channelCreated, `{"channel_id":3,"name":"News 24","number":24,"logo_url":"https://cdn.example/24.png","categories":[1]}`},
+		{domain.TariffUpdated{TariffID: 5, Tag: domain.Null[int64]()}, `{"tariff_id":5,"tag":null}`},
 	}
 	for _, tt := range tests {
 		_, data, err := r.Encode(tt.event)
@@ -156,6 +172,21 @@ func TestDecidersGuardTheirState(t *testing.T) {
 	plain("category", err)
 	_, err = kd.Decide(kd.Initial(), nil, now)
 	plain("category nil", err)
+	gd := domain.TariffTagDecider()
+	_, err = gd.Decide(gd.Replay(tagCreated), domain.UpdateTariffTag{ID: 5}, now)
+	plain("tariff tag", err)
+	_, err = gd.Decide(gd.Initial(), nil, now)
+	plain("tariff tag nil", err)
+	rd := domain.RegionDecider()
+	_, err = rd.Decide(rd.Replay(domain.RegionCreated{RegionID: 1, Name: "n"}), domain.UpdateRegion{ID: 2, Name: domain.Some("x")}, now)
+	plain("region", err)
+	_, err = rd.Decide(rd.Initial(), nil, now)
+	plain("region nil", err)
+	dd := domain.DeviceTypeDecider()
+	_, err = dd.Decide(dd.Replay(domain.DeviceTypeCreated{DeviceTypeID: 1, Name: "n"}), domain.DeleteDeviceType{ID: 2}, now)
+	plain("device type", err)
+	_, err = dd.Decide(dd.Initial(), nil, now)
+	plain("device type nil", err)
 	ad := domain.AdminDecider()
 	_, err = ad.Decide(ad.Replay(domain.AdminCreated{Login: "a", PasswordHash: hash1}), domain.DeleteAdmin{Login: "b"}, now)
 	plain("admin", err)
@@ -167,7 +198,8 @@ func TestDecidersGuardTheirState(t *testing.T) {
 
 	streams := map[string]interface{ Stream() string }{
 		"tariff-5": domain.CreateTariff{ID: 5}, "channel-3": domain.UpdateChannel{ID: 3}, "category-1": domain.DeleteCategory{ID: 1},
-		"admin-root": domain.ChangeAdminScope{Login: "root"},
+		"admin-root": domain.ChangeAdminScope{Login: "root"}, "tariff_tag-4": domain.DeleteTariffTag{ID: 4},
+		"region-2": domain.CreateRegion{ID: 2}, "device_type-3": domain.UpdateDeviceType{ID: 3},
 	}
 	for want, c := range streams {
 		if got := c.Stream(); got != want {

@@ -441,6 +441,13 @@ func TestDeviceChannelsAndServices(t *testing.T) {
 	if want := []int64{r.channels[1], r.channels[2], r.channels[0]}; !slices.Equal(ids, want) {
 		t.Fatalf("channels of two tariffs %v, want %v", ids, want)
 	}
+	// A disabled channel is not offered; enabled again, it is.
+	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/channels/%d", r.channels[1]), map[string]any{"enabled": false})
+	ids, _ = r.channelsOf(t, l.Token)
+	if want := []int64{r.channels[2], r.channels[0]}; !slices.Equal(ids, want) {
+		t.Fatalf("channels with one disabled %v, want %v", ids, want)
+	}
+	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/channels/%d", r.channels[1]), map[string]any{"enabled": true})
 	// A deleted channel is left out; a disabled tariff gives no channels.
 	r.super(t, http.MethodDelete, fmt.Sprintf("/api/admin/channels/%d", r.channels[2]), nil)
 	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/tariffs/%d", r.tariff), map[string]any{"enabled": false})

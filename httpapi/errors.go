@@ -156,7 +156,7 @@ func AsError(err error) *Error {
 		return wrapped(e, err)
 	case errors.Is(err, app.ErrForbidden):
 		return wrapped(Forbidden(err.Error()), err)
-	case errors.Is(err, app.ErrConflict), errors.Is(err, app.ErrIdempotencyInProgress):
+	case errors.Is(err, app.ErrConflict), errors.Is(err, app.ErrIdempotencyInProgress), errors.Is(err, app.ErrInUse):
 		return wrapped(Conflict(err.Error()), err)
 	case errors.Is(err, app.ErrIdempotencyMismatch):
 		return wrapped(&Error{Status: http.StatusUnprocessableEntity, Code: CodeIdempotencyMismatch, Cause: err.Error()}, err)

@@ -116,6 +116,19 @@ type ProviderAPI struct {
 	// Sends and Receipts serve the command routes; nil leaves them out.
 	Sends    Sender
 	Receipts ReceiptReader
+	// The catalog TVIP's SDK reads (tarifs, tarif_tags, providers,
+	// channels, favorite_group, regions, device_types); a nil Reads
+	// leaves its collection out.
+	Tariffs            Writes[domain.Tariff, command.TariffFields]
+	TariffReads        Reads[domain.Tariff, readmodel.TariffQuery]
+	TariffTags         Writes[domain.TariffTag, command.TariffTagFields]
+	TariffTagReads     Reads[domain.TariffTag, readmodel.TariffTagQuery]
+	ProviderReads      Reads[domain.Provider, readmodel.ProviderQuery]
+	ChannelReads       Reads[domain.Channel, readmodel.ChannelQuery]
+	FavoriteGroupReads Reads[query.FavoriteGroup, readmodel.CategoryQuery]
+	RegionReads        Reads[domain.Region, readmodel.RegionQuery]
+	DeviceTypes        Writes[domain.DeviceType, command.NameFields]
+	DeviceTypeReads    Reads[domain.DeviceType, readmodel.DeviceTypeQuery]
 }
 
 // AdminAPI is what the Admin API (/api/admin) needs.
@@ -128,6 +141,8 @@ type AdminAPI struct {
 	ChannelReads  Reads[domain.Channel, readmodel.ChannelQuery]
 	Categories    Writes[domain.Category, command.CategoryFields]
 	CategoryReads Reads[domain.Category, readmodel.CategoryQuery]
+	Regions       Writes[domain.Region, command.NameFields]
+	RegionReads   Reads[domain.Region, readmodel.RegionQuery]
 	Admins        AdminWrites
 	AdminReads    AdminReads
 }

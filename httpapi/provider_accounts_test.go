@@ -205,12 +205,20 @@ func TestProviderAccountUpdate(t *testing.T) {
 		t.Fatalf("after PUT: %v", u)
 	}
 	// POST to /accounts/{id} works like PUT; an id in the body must agree.
-	u = p.ok(t, http.MethodPost, path, map[string]any{"id": id, "region_tag": "3"})
-	if u.int(t, "region_tag") != 3 {
+	region := mustAdmin(t, env, http.MethodPost, "/regions", map[string]any{"name": "North"})
+	u = p.ok(t, http.MethodPost, path, map[string]any{"id": id, "region_tag": fmt.Sprint(region)})
+	if u.int(t, "region_tag") != region {
 		t.Fatalf("after POST /{id}: %v", u)
 	}
-	// region_tag is a region's id: text that is not one is refused.
+	// region_tag is a region's id: text that is not one, or an id no
+	// region has, is refused.
 	p.fails(t, http.StatusBadRequest, http.MethodPut, path, map[string]any{"region_tag": "north"}).field(t, "region_tag")
+	p.fails(t, http.StatusBadRequest, http.MethodPut, path, map[string]any{"region_tag": region + 100}).field(t, "region_tag")
+	// A region an account is in cannot be deleted.
+	if status, body := env.Super(t, http.MethodDelete, fmt.Sprintf("/api/admin/regions/%d", region), nil); status != http.StatusConflict ||
+		!strings.Contains(string(body), "account") {
+		t.Fatalf("deleting a region in use: %d %s", status, body)
+	}
 	p.fails(t, http.StatusBadRequest, http.MethodPut, path, map[string]any{"id": id + 1, "fullname": "x"}).field(t, "id")
 
 	// Bad values name their field; the provider cannot change.

@@ -29,10 +29,19 @@ import (
 //	DELETE /devices/{id}               unbind
 //	GET|POST|PUT|DELETE /account_network[/{id}]   account networks (account, provider)
 //	GET    /changes?after=&limit=      change feed
+//	GET|POST /tarifs, GET|PUT|POST|DELETE /tarifs/{id}              tariffs (channel, enabled, provider, tarif_tag)
+//	GET|POST /tarif_tags, GET|PUT|POST|DELETE /tarif_tags/{id}      tariff tags (enabled, provider)
+//	GET    /providers[/{id}]           providers (enabled)
+//	GET    /channels[/{id}]            channels (tarif, enabled)
+//	GET    /favorite_group[/{id}]      channel categories
+//	GET    /regions[/{id}]             regions
+//	GET|POST /device_types, GET|PUT|POST|DELETE /device_types/{id}  device types (writes: superadmins)
 //
 // POST /commands/send/{recipients} and GET /commands/{send_id} are added
-// too (mountCommands).
+// too (mountCommands). The catalog (tarifs to device_types) is
+// mountProviderCatalog's.
 func mountProvider(g *gin.RouterGroup, api ProviderAPI, idem Idempotency) {
+	mountProviderCatalog(g, api, idem)
 	if api.AccountReads == nil {
 		return
 	}

@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 
 	"github.com/gin-gonic/gin"
 
+	"tvsm/domain"
 	"tvsm/httpapi/wire"
 	"tvsm/internal/app"
 )
@@ -17,7 +19,7 @@ import (
 //	GET    {path}/{id}     one object
 //	POST   {path}          create; with "id": partial update (when writes is set)
 //	PUT    {path}/{id}     partial update (POST {path}/{id} too; when writes is set)
-//	DELETE {path}/{id}     delete (del)
+//	DELETE {path}/{id}     delete (when del is set)
 type providerResource[T, F, Q, V any] struct {
 	path, what string
 	spec       ListSpec
@@ -25,6 +27,12 @@ type providerResource[T, F, Q, V any] struct {
 	reads      Reads[T, Q]
 	writes     Writes[T, F] // nil: no create or update
 	del        func(ctx context.Context, c app.Caller, id int64) (T, error)
+	// normalize, when set, completes a create's fields as the caller means
+	// them, before they are fingerprinted.
+	normalize func(app.Caller, F) F
+	// fields renames the fields of the application's validation errors
+	// where this API's names differ ("name" is a tariff's "tarif_name").
+	fields map[string]string
 	// query turns a list request into the read model's query, recording
 	// bad filter values in bad.
 	query  func(q ListQuery, bad map[string]string) Q
@@ -38,7 +46,9 @@ type providerResource[T, F, Q, V any] struct {
 func (r providerResource[T, F, Q, V]) mount(g *gin.RouterGroup) {
 	g.GET(r.path, r.list)
 	g.GET(r.path+"/:id", r.get)
-	g.DELETE(r.path+"/:id", r.delete)
+	if r.del != nil {
+		g.DELETE(r.path+"/:id", r.delete)
+	}
 	if r.writes != nil {
 		g.POST(r.path, r.post)
 		g.PUT(r.path+"/:id", r.put)
@@ -77,7 +87,10 @@ func (r providerResource[T, F, Q, V]) get(c *gin.Context) {
 }
 
 func (r providerResource[T, F, Q, V]) delete(c *gin.Context) {
-	r.byID(c, r.del)
+	r.byID(c, func(ctx context.Context, caller app.Caller, id int64) (T, error) {
+		v, err := r.del(ctx, caller, id)
+		return v, r.wireError(err)
+	})
 }
 
 // byID answers with do's object for the path's id.
@@ -123,13 +136,35 @@ func (r providerResource[T, F, Q, V]) write(c *gin.Context, pathID int64) {
 	if update {
 		v, err := r.writes.Update(c.Request.Context(), callerOf(c), id, in)
 		if err != nil {
-			WriteError(c, err)
+			WriteError(c, r.wireError(err))
 			return
 		}
 		providerJSON(c, r.view(v))
 		return
 	}
+	if r.normalize != nil {
+		in = r.normalize(callerOf(c), in)
+	}
 	createOnce(c, r.idem, r.what, fingerprintOf(r.what, in),
-		func(ctx context.Context, caller app.Caller) (T, error) { return r.writes.Create(ctx, caller, in) },
+		func(ctx context.Context, caller app.Caller) (T, error) {
+			v, err := r.writes.Create(ctx, caller, in)
+			return v, r.wireError(err)
+		},
 		r.render)
+}
+
+// wireError renames the fields of a validation error to this API's names.
+func (r providerResource[T, F, Q, V]) wireError(err error) error {
+	var v *domain.ValidationError
+	if len(r.fields) == 0 || !errors.As(err, &v) {
+		return err
+	}
+	fields := make(map[string]string, len(v.Fields))
+	for name, problem := range v.Fields {
+		if wire, ok := r.fields[name]; ok {
+			name = wire
+		}
+		fields[name] = problem
+	}
+	return &domain.ValidationError{Fields: fields}
 }

@@ -1,10 +1,8 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -43,96 +41,26 @@ var (
 	sdkAccountNetwork = sdkShape{"network": jsonString, "account": jsonInt, "id": jsonInt, "description": "string|null"}
 )
 
-// sdkClient calls the Provider API as the SDK does: paths with a trailing
-// slash, JSON bodies of whole objects, no redirects followed.
-type sdkClient struct {
-	t           *testing.T
-	env         *nodetest.Env
-	login, pass string
+// wantOnly checks that a list page holds exactly want, and that its
+// total counts them.
+func wantOnly(t *testing.T, c sdkClient, path string, shape sdkShape, want ...int64) {
+	t.Helper()
+	total, got := listTotal(t, c, path, shape)
+	if total != int64(len(want)) || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("GET %s: total %d, ids %v; want %v", path, total, got, want)
+	}
 }
 
-func (c sdkClient) call(method, path string, body any) (int, []byte) {
-	c.t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.env.URL+"/api/provider"+path, r)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.SetBasicAuth(c.login, c.pass)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "Tmsproviderapisdk v:unknown")
-	resp, err := noRedirects.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		c.t.Fatalf("%s %s: redirect %d to %q", method, path, resp.StatusCode, resp.Header.Get("Location"))
-	}
-	return resp.StatusCode, data
-}
-
-// ok calls and requires 200, returning the object.
-func (c sdkClient) ok(method, path string, body any, shape sdkShape) map[string]any {
-	c.t.Helper()
-	status, data := c.call(method, path, body)
-	if status != http.StatusOK {
-		c.t.Fatalf("%s %s: %d %s", method, path, status, data)
-	}
-	obj := decodeNumbers(c.t, data)
-	assertShape(c.t, method+" "+path, obj, shape)
-	return obj
-}
-
-// list gets a list page and returns its total and ids.
-func (c sdkClient) list(path string, shape sdkShape) (int64, []int64) {
-	c.t.Helper()
-	status, data := c.call(http.MethodGet, path, nil)
-	if status != http.StatusOK {
-		c.t.Fatalf("GET %s: %d %s", path, status, data)
-	}
-	items := assertListShape(c.t, "GET "+path, data, shape)
-	env := decodeNumbers(c.t, data)
-	total, _ := env["total"].(json.Number).Int64()
+// listTotal gets a list page and returns its total and ids.
+func listTotal(t *testing.T, c sdkClient, path string, shape sdkShape) (int64, []int64) {
+	t.Helper()
+	data := c.ok(t, http.MethodGet, path, nil)
+	items := assertListShape(t, "GET "+path, data, shape)
 	var got []int64
 	for _, it := range items {
-		id, _ := it["id"].(json.Number).Int64()
-		got = append(got, id)
+		got = append(got, num(it["id"]))
 	}
-	return total, got
-}
-
-// wantOnly checks that a filtered list holds exactly want.
-func (c sdkClient) wantOnly(path string, shape sdkShape, want ...int64) {
-	c.t.Helper()
-	total, got := c.list(path, shape)
-	if total != int64(len(want)) || fmt.Sprint(got) != fmt.Sprint(want) {
-		c.t.Errorf("GET %s: total %d, ids %v; want %v", path, total, got, want)
-	}
-}
-
-// unknownFilter checks that a filter the list does not know answers 400
-// naming it.
-func (c sdkClient) unknownFilter(path string) {
-	c.t.Helper()
-	status, data := c.call(http.MethodGet, path+"?start=0&limit=50&colour=red", nil)
-	var e apiError
-	_ = json.Unmarshal(data, &e)
-	if status != http.StatusBadRequest || e.Fields["colour"] == "" {
-		c.t.Errorf("GET %s with an unknown filter: %d %s, want 400 naming colour", path, status, data)
-	}
+	return num(decodeNumbers(t, data)["total"]), got
 }
 
 func num(v any) int64 {
@@ -143,10 +71,11 @@ func num(v any) int64 {
 // sdkRig is a node with two providers, a scoped admin of the first (as
 // the SDK's example uses), a tariff and a region.
 type sdkRig struct {
-	env             *nodetest.Env
-	sdk, super      sdkClient
-	prov, other     int64
-	tariff, tariff2 int64
+	env                *nodetest.Env
+	sdk, super         sdkClient
+	prov, other        int64
+	tariff, tariff2    int64
+	region, deviceType int64
 }
 
 func newSDKRig(t *testing.T) *sdkRig {
@@ -157,18 +86,21 @@ func newSDKRig(t *testing.T) *sdkRig {
 	r.other = mustProvider(t, env, "Other ISP")
 	r.tariff = mustTariff(t, env, r.prov, "Basic")
 	r.tariff2 = mustTariff(t, env, r.prov, "Sport")
+	r.region = mustAdmin(t, env, http.MethodPost, "/regions", map[string]any{"name": "Moscow"})
 	scoped := scopedClient(t, env, "provider_admin", r.prov)
-	r.sdk = sdkClient{t: t, env: env, login: scoped.login, pass: scoped.pass}
-	r.super = sdkClient{t: t, env: env, login: env.SuperLogin, pass: env.SuperPassword}
+	r.sdk = sdkAs(scoped)
+	r.super = sdkAs(superClient(env))
+	r.deviceType = num(r.super.object(t, http.MethodPost, "/device_types/", map[string]any{"device_type": "tvip-s605", "id": nil},
+		sdkShape{"id": jsonInt, "device_type": jsonString})["id"])
 	return r
 }
 
 // newAccount creates an account as TmsAccount(...).create() does: every
 // key of the object, nulls and empty strings included, no provider (the
 // scoped admin's).
-func (r *sdkRig) newAccount(login string, enabled bool) map[string]any {
-	r.sdk.t.Helper()
-	return r.sdk.ok(http.MethodPost, "/accounts/", map[string]any{
+func (r *sdkRig) newAccount(t *testing.T, login string, enabled bool) map[string]any {
+	t.Helper()
+	return r.sdk.object(t, http.MethodPost, "/accounts/", map[string]any{
 		"login": login, "fullname": "Marshall Mathers", "account_desc": "", "contract_info": "", "devices_per_account_limit": nil,
 		"enabled": enabled, "main_address": "", "pin_md5": pin("test_password"), "remote_custom_field": "", "provider": nil, "id": nil,
 		"region_tag": nil, "last_online": nil, "created": nil, "updated": nil,
@@ -177,53 +109,53 @@ func (r *sdkRig) newAccount(login string, enabled bool) map[string]any {
 
 func TestSDKAccounts(t *testing.T) {
 	r := newSDKRig(t)
-	a := r.newAccount("test_account", false)
+	a := r.newAccount(t, "test_account", false)
 	id := num(a["id"])
 	if a["provider"].(json.Number).String() != fmt.Sprint(r.prov) || a["enabled"] != false || a["account_desc"] != "" {
 		t.Fatalf("created %v", a)
 	}
 	// The SDK's update: PUT /accounts/{id} with the whole object as read.
 	a["enabled"] = true
-	u := r.sdk.ok(http.MethodPut, fmt.Sprintf("/accounts/%d", id), a, sdkAccount)
+	u := r.sdk.object(t, http.MethodPut, fmt.Sprintf("/accounts/%d", id), a, sdkAccount)
 	if u["enabled"] != true || num(u["updated"]) < num(u["created"]) {
 		t.Fatalf("updated %v", u)
 	}
-	r.sdk.ok(http.MethodGet, fmt.Sprintf("/accounts/%d", id), nil, sdkAccount)
+	r.sdk.object(t, http.MethodGet, fmt.Sprintf("/accounts/%d", id), nil, sdkAccount)
 
 	// Filters of TmsAccount.get_list, each narrowing the list.
-	b := num(r.sdk.ok(http.MethodPost, "/accounts/", map[string]any{
-		"login": "second", "fullname": "Second Person", "pin_md5": pin("x"), "remote_custom_field": "crm-7", "region_tag": 5, "enabled": false,
+	b := num(r.sdk.object(t, http.MethodPost, "/accounts/", map[string]any{
+		"login": "second", "fullname": "Second Person", "pin_md5": pin("x"), "remote_custom_field": "crm-7", "region_tag": r.region, "enabled": false,
 	}, sdkAccount)["id"])
-	r.super.ok(http.MethodPost, "/accounts/", map[string]any{"login": "elsewhere", "fullname": "Other", "pin_md5": pin("x"), "provider": r.other}, sdkAccount)
-	r.sdk.wantOnly("/accounts/?start=0&limit=50", sdkAccount, id, b)
-	if total, page := r.sdk.list("/accounts/?start=1&limit=1&sort=id", sdkAccount); total != 2 || len(page) != 1 || page[0] != b {
+	r.super.object(t, http.MethodPost, "/accounts/", map[string]any{"login": "elsewhere", "fullname": "Other", "pin_md5": pin("x"), "provider": r.other}, sdkAccount)
+	wantOnly(t, r.sdk, "/accounts/?start=0&limit=50", sdkAccount, id, b)
+	if total, page := listTotal(t, r.sdk, "/accounts/?start=1&limit=1&sort=id", sdkAccount); total != 2 || len(page) != 1 || page[0] != b {
 		t.Errorf("second page of one: total %d, %v; want 2, [%d]", total, page, b)
 	}
-	r.sdk.wantOnly(fmt.Sprintf("/accounts/?start=0&limit=50&provider=%d", r.prov), sdkAccount, id, b)
-	r.sdk.wantOnly("/accounts/?start=0&limit=50&region_tag=5", sdkAccount, b)
-	r.sdk.wantOnly("/accounts/?start=0&limit=50&enabled=True", sdkAccount, id)
-	r.sdk.wantOnly("/accounts/?start=0&limit=50&enabled=False", sdkAccount, b)
-	r.sdk.wantOnly("/accounts/?start=0&limit=50&login=second", sdkAccount, b)
-	r.sdk.wantOnly("/accounts/?start=0&limit=50&remote_custom_field=crm-7", sdkAccount, b)
-	r.sdk.wantOnly("/accounts/?start=0&limit=50&quick_search=Marshall", sdkAccount, id)
-	r.sdk.wantOnly("/accounts/?start=0&limit=50&sort=-id", sdkAccount, b, id)
-	r.sdk.unknownFilter("/accounts/")
+	wantOnly(t, r.sdk, fmt.Sprintf("/accounts/?start=0&limit=50&provider=%d", r.prov), sdkAccount, id, b)
+	wantOnly(t, r.sdk, fmt.Sprintf("/accounts/?start=0&limit=50&region_tag=%d", r.region), sdkAccount, b)
+	wantOnly(t, r.sdk, "/accounts/?start=0&limit=50&enabled=True", sdkAccount, id)
+	wantOnly(t, r.sdk, "/accounts/?start=0&limit=50&enabled=False", sdkAccount, b)
+	wantOnly(t, r.sdk, "/accounts/?start=0&limit=50&login=second", sdkAccount, b)
+	wantOnly(t, r.sdk, "/accounts/?start=0&limit=50&remote_custom_field=crm-7", sdkAccount, b)
+	wantOnly(t, r.sdk, "/accounts/?start=0&limit=50&quick_search=Marshall", sdkAccount, id)
+	wantOnly(t, r.sdk, "/accounts/?start=0&limit=50&sort=-id", sdkAccount, b, id)
+	r.sdk.unknownFilter(t, "/accounts/")
 
 	// The SDK's delete: DELETE /accounts/{id}, 200.
-	if status, data := r.sdk.call(http.MethodDelete, fmt.Sprintf("/accounts/%d", b), nil); status != http.StatusOK {
+	if status, data := r.sdk.do(t, http.MethodDelete, fmt.Sprintf("/accounts/%d", b), nil); status != http.StatusOK {
 		t.Fatalf("delete: %d %s", status, data)
 	}
-	if status, _ := r.sdk.call(http.MethodGet, fmt.Sprintf("/accounts/%d/", b), nil); status != http.StatusNotFound {
+	if status, _ := r.sdk.do(t, http.MethodGet, fmt.Sprintf("/accounts/%d/", b), nil); status != http.StatusNotFound {
 		t.Fatalf("GET deleted account: %d", status)
 	}
 }
 
 func TestSDKAccountSubscriptions(t *testing.T) {
 	r := newSDKRig(t)
-	a := num(r.newAccount("subscriber", true)["id"])
-	b := num(r.newAccount("other", true)["id"])
+	a := num(r.newAccount(t, "subscriber", true)["id"])
+	b := num(r.newAccount(t, "other", true)["id"])
 	now := time.Now().In(time.FixedZone("MSK", 3*3600)).Format("2006-01-02T15:04:05-0700")
-	s := r.sdk.ok(http.MethodPost, "/account_subscriptions/", map[string]any{
+	s := r.sdk.object(t, http.MethodPost, "/account_subscriptions/", map[string]any{
 		"account": a, "start": now, "tarif": r.tariff, "id": nil, "stop": nil, "time_shift_depth": 72,
 	}, sdkAccountSubscription)
 	sid := num(s["id"])
@@ -232,31 +164,31 @@ func TestSDKAccountSubscriptions(t *testing.T) {
 	}
 	// Ending it: the SDK's update with stop set, the rest sent back.
 	s["stop"] = time.Now().Add(24 * time.Hour).UTC().Format("2006-01-02T15:04:05+0000")
-	u := r.sdk.ok(http.MethodPut, fmt.Sprintf("/account_subscriptions/%d", sid), s, sdkAccountSubscription)
+	u := r.sdk.object(t, http.MethodPut, fmt.Sprintf("/account_subscriptions/%d", sid), s, sdkAccountSubscription)
 	if u["stop"] == nil || num(u["time_shift_depth"]) != 72 {
 		t.Fatalf("updated %v", u)
 	}
-	s2 := num(r.sdk.ok(http.MethodPost, "/account_subscriptions/", map[string]any{"account": b, "start": now, "tarif": r.tariff2}, sdkAccountSubscription)["id"])
-	r.sdk.wantOnly("/account_subscriptions/?start=0&limit=50", sdkAccountSubscription, sid, s2)
-	r.sdk.wantOnly(fmt.Sprintf("/account_subscriptions/?start=0&limit=50&account=%d", a), sdkAccountSubscription, sid)
-	r.sdk.wantOnly(fmt.Sprintf("/account_subscriptions/?start=0&limit=50&tarif=%d", r.tariff2), sdkAccountSubscription, s2)
-	r.sdk.wantOnly("/account_subscriptions/?start=0&limit=50&quick_search=other", sdkAccountSubscription, s2)
-	r.sdk.wantOnly(fmt.Sprintf("/account_subscriptions/?start=0&limit=50&quick_search=%d", sid), sdkAccountSubscription, sid)
-	r.sdk.wantOnly("/account_subscriptions/?start=0&limit=50&sort=-id", sdkAccountSubscription, s2, sid)
-	r.sdk.unknownFilter("/account_subscriptions/")
-	if status, data := r.sdk.call(http.MethodDelete, fmt.Sprintf("/account_subscriptions/%d", s2), nil); status != http.StatusOK {
+	s2 := num(r.sdk.object(t, http.MethodPost, "/account_subscriptions/", map[string]any{"account": b, "start": now, "tarif": r.tariff2}, sdkAccountSubscription)["id"])
+	wantOnly(t, r.sdk, "/account_subscriptions/?start=0&limit=50", sdkAccountSubscription, sid, s2)
+	wantOnly(t, r.sdk, fmt.Sprintf("/account_subscriptions/?start=0&limit=50&account=%d", a), sdkAccountSubscription, sid)
+	wantOnly(t, r.sdk, fmt.Sprintf("/account_subscriptions/?start=0&limit=50&tarif=%d", r.tariff2), sdkAccountSubscription, s2)
+	wantOnly(t, r.sdk, "/account_subscriptions/?start=0&limit=50&quick_search=other", sdkAccountSubscription, s2)
+	wantOnly(t, r.sdk, fmt.Sprintf("/account_subscriptions/?start=0&limit=50&quick_search=%d", sid), sdkAccountSubscription, sid)
+	wantOnly(t, r.sdk, "/account_subscriptions/?start=0&limit=50&sort=-id", sdkAccountSubscription, s2, sid)
+	r.sdk.unknownFilter(t, "/account_subscriptions/")
+	if status, data := r.sdk.do(t, http.MethodDelete, fmt.Sprintf("/account_subscriptions/%d", s2), nil); status != http.StatusOK {
 		t.Fatalf("delete: %d %s", status, data)
 	}
-	r.sdk.wantOnly("/account_subscriptions/?start=0&limit=50", sdkAccountSubscription, sid)
+	wantOnly(t, r.sdk, "/account_subscriptions/?start=0&limit=50", sdkAccountSubscription, sid)
 }
 
 func TestSDKDevices(t *testing.T) {
 	r := newSDKRig(t)
-	a := num(r.newAccount("box-owner", true)["id"])
-	b := num(r.newAccount("second-owner", true)["id"])
+	a := num(r.newAccount(t, "box-owner", true)["id"])
+	b := num(r.newAccount(t, "second-owner", true)["id"])
 	// TmsDevice(unique_id=..., account=...).create(): every key, nulls
 	// included; the device is bound before it ever logs in.
-	d := r.sdk.ok(http.MethodPost, "/devices/", map[string]any{
+	d := r.sdk.object(t, http.MethodPost, "/devices/", map[string]any{
 		"unique_id": "00:1A:79:0A:BB:CC", "account": a, "id": nil, "ipaddr": nil, "mac": "00-1A-79-0A-BB-CC", "remote_custom_field": nil,
 		"comment": "hall", "last_online": nil, "last_fw_ver": nil, "first_online": nil, "use_nat": false, "operation_system": nil,
 		"udpxy_addr": "10.0.0.1:4022", "device_type": nil, "provider": nil,
@@ -266,13 +198,13 @@ func TestSDKDevices(t *testing.T) {
 		t.Fatalf("created %v", d)
 	}
 	// A device registered by MAC alone gets the MAC as its unique id.
-	d2 := r.sdk.ok(http.MethodPost, "/devices/", map[string]any{"mac": "001A790000FF", "account": b, "remote_custom_field": "crm-2"}, sdkDevice)
+	d2 := r.sdk.object(t, http.MethodPost, "/devices/", map[string]any{"mac": "001A790000FF", "account": b, "remote_custom_field": "crm-2"}, sdkDevice)
 	dev2 := num(d2["id"])
 	if d2["unique_id"] != "00:1a:79:00:00:ff" {
 		t.Fatalf("registered by MAC: %v", d2)
 	}
 	// The same unique id again within the provider is refused.
-	if status, data := r.sdk.call(http.MethodPost, "/devices/", map[string]any{"unique_id": "00:1A:79:0A:BB:CC", "account": b}); status != http.StatusBadRequest ||
+	if status, data := r.sdk.do(t, http.MethodPost, "/devices/", map[string]any{"unique_id": "00:1A:79:0A:BB:CC", "account": b}); status != http.StatusBadRequest ||
 		!strings.Contains(string(data), "unique_id") {
 		t.Fatalf("duplicate unique id: %d %s", status, data)
 	}
@@ -289,7 +221,7 @@ func TestSDKDevices(t *testing.T) {
 	if got := num(decodeNumbers(t, body)["device_id"]); got != dev {
 		t.Fatalf("the registered device logged in as device %d, want %d", got, dev)
 	}
-	d = r.sdk.ok(http.MethodGet, fmt.Sprintf("/devices/%d", dev), nil, sdkDevice)
+	d = r.sdk.object(t, http.MethodGet, fmt.Sprintf("/devices/%d", dev), nil, sdkDevice)
 	if d["ipaddr"] != "127.0.0.1" || d["last_fw_ver"] != "4.2.1" || d["operation_system"] != "Android 11" ||
 		d["first_online"] == nil || d["last_online"] == nil {
 		t.Fatalf("after login: %v", d)
@@ -297,7 +229,7 @@ func TestSDKDevices(t *testing.T) {
 	if _, err := parseDateTime(d["last_online"].(string)); err != nil {
 		t.Fatalf("last_online: %v", err)
 	}
-	acc := r.sdk.ok(http.MethodGet, fmt.Sprintf("/accounts/%d", a), nil, sdkAccount)
+	acc := r.sdk.object(t, http.MethodGet, fmt.Sprintf("/accounts/%d", a), nil, sdkAccount)
 	if acc["last_online"] == nil {
 		t.Fatalf("account last_online after its device logged in: %v", acc)
 	}
@@ -306,45 +238,54 @@ func TestSDKDevices(t *testing.T) {
 	// are ignored.
 	d["comment"] = "bedroom"
 	d["use_nat"] = true
-	u := r.sdk.ok(http.MethodPut, fmt.Sprintf("/devices/%d", dev), d, sdkDevice)
+	u := r.sdk.object(t, http.MethodPut, fmt.Sprintf("/devices/%d", dev), d, sdkDevice)
 	if u["comment"] != "bedroom" || u["use_nat"] != true || u["last_fw_ver"] != "4.2.1" {
 		t.Fatalf("updated %v", u)
 	}
 	// Moving it to another account of the provider keeps its id.
 	u["account"] = b
-	m := r.sdk.ok(http.MethodPut, fmt.Sprintf("/devices/%d", dev), u, sdkDevice)
+	m := r.sdk.object(t, http.MethodPut, fmt.Sprintf("/devices/%d", dev), u, sdkDevice)
 	if num(m["account"]) != b || num(m["id"]) != dev || m["last_fw_ver"] != "4.2.1" {
 		t.Fatalf("moved %v", m)
 	}
 
 	// Filters of TmsDevice.get_list (and mac), each narrowing the list.
-	r.sdk.wantOnly("/devices/?start=0&limit=50", sdkDevice, dev, dev2)
-	r.sdk.wantOnly(fmt.Sprintf("/devices/?start=0&limit=50&account=%d", b), sdkDevice, dev, dev2)
-	r.sdk.wantOnly(fmt.Sprintf("/devices/?start=0&limit=50&provider=%d", r.prov), sdkDevice, dev, dev2)
-	r.sdk.wantOnly("/devices/?start=0&limit=50&unique_id=00:1a:79:00:00:ff", sdkDevice, dev2)
-	r.sdk.wantOnly("/devices/?start=0&limit=50&remote_custom_field=crm-2", sdkDevice, dev2)
-	r.sdk.wantOnly("/devices/?start=0&limit=50&mac=00-1A-79-0A-BB-CC", sdkDevice, dev)
-	r.sdk.wantOnly("/devices/?start=0&limit=50&quick_search=001a.790a.bbcc", sdkDevice, dev)
-	r.sdk.wantOnly("/devices/?start=0&limit=50&quick_search=bedroom", sdkDevice, dev)
-	r.sdk.wantOnly("/devices/?start=0&limit=50&sort=-id", sdkDevice, dev2, dev)
-	r.sdk.ok(http.MethodPut, fmt.Sprintf("/devices/%d", dev2), map[string]any{"device_type": 3}, sdkDevice)
-	r.sdk.wantOnly("/devices/?start=0&limit=50&device_type=3", sdkDevice, dev2)
-	r.sdk.unknownFilter("/devices/")
+	wantOnly(t, r.sdk, "/devices/?start=0&limit=50", sdkDevice, dev, dev2)
+	wantOnly(t, r.sdk, fmt.Sprintf("/devices/?start=0&limit=50&account=%d", b), sdkDevice, dev, dev2)
+	wantOnly(t, r.sdk, fmt.Sprintf("/devices/?start=0&limit=50&provider=%d", r.prov), sdkDevice, dev, dev2)
+	wantOnly(t, r.sdk, "/devices/?start=0&limit=50&unique_id=00:1a:79:00:00:ff", sdkDevice, dev2)
+	wantOnly(t, r.sdk, "/devices/?start=0&limit=50&remote_custom_field=crm-2", sdkDevice, dev2)
+	wantOnly(t, r.sdk, "/devices/?start=0&limit=50&mac=00-1A-79-0A-BB-CC", sdkDevice, dev)
+	wantOnly(t, r.sdk, "/devices/?start=0&limit=50&quick_search=001a.790a.bbcc", sdkDevice, dev)
+	wantOnly(t, r.sdk, "/devices/?start=0&limit=50&quick_search=bedroom", sdkDevice, dev)
+	wantOnly(t, r.sdk, "/devices/?start=0&limit=50&sort=-id", sdkDevice, dev2, dev)
+	r.sdk.object(t, http.MethodPut, fmt.Sprintf("/devices/%d", dev2), map[string]any{"device_type": r.deviceType}, sdkDevice)
+	wantOnly(t, r.sdk, fmt.Sprintf("/devices/?start=0&limit=50&device_type=%d", r.deviceType), sdkDevice, dev2)
+	if status, data := r.sdk.do(t, http.MethodPut, fmt.Sprintf("/devices/%d", dev2), map[string]any{"device_type": r.deviceType + 100}); status != http.StatusBadRequest ||
+		!strings.Contains(string(data), "device_type") {
+		t.Fatalf("an unknown device type: %d %s", status, data)
+	}
+	// A device type devices have cannot be deleted.
+	if status, data := r.super.do(t, http.MethodDelete, fmt.Sprintf("/device_types/%d", r.deviceType), nil); status != http.StatusConflict ||
+		!strings.Contains(string(data), "device") {
+		t.Fatalf("deleting a device type in use: %d %s", status, data)
+	}
+	r.sdk.unknownFilter(t, "/devices/")
 
 	// Delete unbinds.
-	if status, data := r.sdk.call(http.MethodDelete, fmt.Sprintf("/devices/%d", dev2), nil); status != http.StatusOK {
+	if status, data := r.sdk.do(t, http.MethodDelete, fmt.Sprintf("/devices/%d", dev2), nil); status != http.StatusOK {
 		t.Fatalf("delete: %d %s", status, data)
 	}
-	r.sdk.wantOnly("/devices/?start=0&limit=50", sdkDevice, dev)
+	wantOnly(t, r.sdk, "/devices/?start=0&limit=50", sdkDevice, dev)
 }
 
 func TestSDKDeviceLimitCountsRegisteredDevices(t *testing.T) {
 	r := newSDKRig(t)
-	a := r.sdk.ok(http.MethodPost, "/accounts/", map[string]any{"login": "one-box", "fullname": "One Box", "pin_md5": pin("p"),
+	a := r.sdk.object(t, http.MethodPost, "/accounts/", map[string]any{"login": "one-box", "fullname": "One Box", "pin_md5": pin("p"),
 		"devices_per_account_limit": 1}, sdkAccount)
-	r.sdk.ok(http.MethodPost, "/devices/", map[string]any{"unique_id": "stb-1", "account": a["id"]}, sdkDevice)
+	r.sdk.object(t, http.MethodPost, "/devices/", map[string]any{"unique_id": "stb-1", "account": a["id"]}, sdkDevice)
 	before := head(t, r.env)
-	status, data := r.sdk.call(http.MethodPost, "/devices/", map[string]any{"unique_id": "stb-2", "account": a["id"]})
+	status, data := r.sdk.do(t, http.MethodPost, "/devices/", map[string]any{"unique_id": "stb-2", "account": a["id"]})
 	if status != http.StatusBadRequest || !strings.Contains(string(data), `"account"`) {
 		t.Fatalf("a second device over the limit: %d %s", status, data)
 	}
@@ -365,7 +306,7 @@ func TestSDKDeviceSubscriptions(t *testing.T) {
 	r := newSDKRig(t)
 	// The device logs in to an account without a subscription: no
 	// services, until a device subscription gives it the tariff.
-	a := num(r.newAccount("device-subscriber", true)["id"])
+	a := num(r.newAccount(t, "device-subscriber", true)["id"])
 	login := func() map[string]any {
 		status, body := r.env.Do(t, http.MethodPost, "/api/device/login", "", "", map[string]any{
 			"provider": r.prov, "login": "device-subscriber", "password_md5": pin("test_password"),
@@ -382,7 +323,7 @@ func TestSDKDeviceSubscriptions(t *testing.T) {
 	dev := num(login()["device_id"])
 	other := bindDevice(t, r.env, a, "phone-2")
 	start := time.Now().Add(-time.Hour).UTC().Format("2006-01-02T15:04:05+0000")
-	s := r.sdk.ok(http.MethodPost, "/device_subscriptions/", map[string]any{
+	s := r.sdk.object(t, http.MethodPost, "/device_subscriptions/", map[string]any{
 		"device": dev, "start": start, "tarif": r.tariff, "id": nil, "stop": nil, "time_shift_depth": nil,
 	}, sdkDeviceSubscription)
 	sid := num(s["id"])
@@ -390,25 +331,25 @@ func TestSDKDeviceSubscriptions(t *testing.T) {
 		t.Fatalf("with a device subscription: %v", l)
 	}
 	// It is not an account subscription, and gives the other device nothing.
-	r.sdk.wantOnly("/account_subscriptions/?start=0&limit=50", sdkAccountSubscription)
-	if status, _ := r.sdk.call(http.MethodGet, fmt.Sprintf("/account_subscriptions/%d", sid), nil); status != http.StatusNotFound {
+	wantOnly(t, r.sdk, "/account_subscriptions/?start=0&limit=50", sdkAccountSubscription)
+	if status, _ := r.sdk.do(t, http.MethodGet, fmt.Sprintf("/account_subscriptions/%d", sid), nil); status != http.StatusNotFound {
 		t.Fatalf("a device subscription read as an account subscription: %d", status)
 	}
-	acc := r.sdk.ok(http.MethodGet, fmt.Sprintf("/accounts/%d", a), nil, sdkAccount)
+	acc := r.sdk.object(t, http.MethodGet, fmt.Sprintf("/accounts/%d", a), nil, sdkAccount)
 	if acc["services_available"] != false {
 		t.Fatalf("the account has services through one device's subscription: %v", acc)
 	}
 	s["time_shift_depth"] = 48
-	if u := r.sdk.ok(http.MethodPut, fmt.Sprintf("/device_subscriptions/%d", sid), s, sdkDeviceSubscription); num(u["time_shift_depth"]) != 48 {
+	if u := r.sdk.object(t, http.MethodPut, fmt.Sprintf("/device_subscriptions/%d", sid), s, sdkDeviceSubscription); num(u["time_shift_depth"]) != 48 {
 		t.Fatalf("updated %v", u)
 	}
-	s2 := num(r.sdk.ok(http.MethodPost, "/device_subscriptions/", map[string]any{"device": other, "start": start, "tarif": r.tariff2}, sdkDeviceSubscription)["id"])
-	r.sdk.wantOnly("/device_subscriptions/?start=0&limit=50", sdkDeviceSubscription, sid, s2)
-	r.sdk.wantOnly(fmt.Sprintf("/device_subscriptions/?start=0&limit=50&device=%d", dev), sdkDeviceSubscription, sid)
-	r.sdk.wantOnly(fmt.Sprintf("/device_subscriptions/?start=0&limit=50&tarif=%d", r.tariff2), sdkDeviceSubscription, s2)
-	r.sdk.wantOnly(fmt.Sprintf("/device_subscriptions/?start=0&limit=50&quick_search=%d", other), sdkDeviceSubscription, s2)
-	r.sdk.unknownFilter("/device_subscriptions/")
-	if status, data := r.sdk.call(http.MethodDelete, fmt.Sprintf("/device_subscriptions/%d", sid), nil); status != http.StatusOK {
+	s2 := num(r.sdk.object(t, http.MethodPost, "/device_subscriptions/", map[string]any{"device": other, "start": start, "tarif": r.tariff2}, sdkDeviceSubscription)["id"])
+	wantOnly(t, r.sdk, "/device_subscriptions/?start=0&limit=50", sdkDeviceSubscription, sid, s2)
+	wantOnly(t, r.sdk, fmt.Sprintf("/device_subscriptions/?start=0&limit=50&device=%d", dev), sdkDeviceSubscription, sid)
+	wantOnly(t, r.sdk, fmt.Sprintf("/device_subscriptions/?start=0&limit=50&tarif=%d", r.tariff2), sdkDeviceSubscription, s2)
+	wantOnly(t, r.sdk, fmt.Sprintf("/device_subscriptions/?start=0&limit=50&quick_search=%d", other), sdkDeviceSubscription, s2)
+	r.sdk.unknownFilter(t, "/device_subscriptions/")
+	if status, data := r.sdk.do(t, http.MethodDelete, fmt.Sprintf("/device_subscriptions/%d", sid), nil); status != http.StatusOK {
 		t.Fatalf("delete: %d %s", status, data)
 	}
 	if l := login(); l["services_available"] != false {
@@ -418,14 +359,14 @@ func TestSDKDeviceSubscriptions(t *testing.T) {
 
 func TestSDKAccountNetworks(t *testing.T) {
 	r := newSDKRig(t)
-	a := num(r.newAccount("office", true)["id"])
-	b := num(r.newAccount("branch", true)["id"])
-	n := r.sdk.ok(http.MethodPost, "/account_network/", map[string]any{"network": "127.0.0.0/8", "account": a, "id": nil, "description": nil}, sdkAccountNetwork)
+	a := num(r.newAccount(t, "office", true)["id"])
+	b := num(r.newAccount(t, "branch", true)["id"])
+	n := r.sdk.object(t, http.MethodPost, "/account_network/", map[string]any{"network": "127.0.0.0/8", "account": a, "id": nil, "description": nil}, sdkAccountNetwork)
 	nid := num(n["id"])
 	// Not a network, host bits set, an overlap: 400 naming network, nothing appended.
 	before := head(t, r.env)
 	for _, bad := range []string{"10.0.0.0/33", "10.1.2.3/16", "127.1.0.0/16", "not a network"} {
-		status, data := r.sdk.call(http.MethodPost, "/account_network/", map[string]any{"network": bad, "account": b})
+		status, data := r.sdk.do(t, http.MethodPost, "/account_network/", map[string]any{"network": bad, "account": b})
 		if status != http.StatusBadRequest || !strings.Contains(string(data), `"network"`) {
 			t.Errorf("network %q: %d %s", bad, status, data)
 		}
@@ -433,7 +374,7 @@ func TestSDKAccountNetworks(t *testing.T) {
 	if head(t, r.env) != before {
 		t.Fatal("refused networks appended events")
 	}
-	n2 := num(r.sdk.ok(http.MethodPost, "/account_network/", map[string]any{"network": "2001:db8::/48", "account": b, "description": "v6"}, sdkAccountNetwork)["id"])
+	n2 := num(r.sdk.object(t, http.MethodPost, "/account_network/", map[string]any{"network": "2001:db8::/48", "account": b, "description": "v6"}, sdkAccountNetwork)["id"])
 
 	// A device logging in from inside a network, without credentials,
 	// is authorised as that network's account.
@@ -452,15 +393,15 @@ func TestSDKAccountNetworks(t *testing.T) {
 	}
 
 	n["description"] = "head office"
-	if u := r.sdk.ok(http.MethodPut, fmt.Sprintf("/account_network/%d", nid), n, sdkAccountNetwork); u["description"] != "head office" {
+	if u := r.sdk.object(t, http.MethodPut, fmt.Sprintf("/account_network/%d", nid), n, sdkAccountNetwork); u["description"] != "head office" {
 		t.Fatalf("updated %v", u)
 	}
-	r.sdk.wantOnly("/account_network/?start=0&limit=50", sdkAccountNetwork, nid, n2)
-	r.sdk.wantOnly(fmt.Sprintf("/account_network/?start=0&limit=50&account=%d", b), sdkAccountNetwork, n2)
-	r.sdk.wantOnly("/account_network/?start=0&limit=50&quick_search=2001:db8::7", sdkAccountNetwork, n2)
-	r.sdk.wantOnly("/account_network/?start=0&limit=50&quick_search=head", sdkAccountNetwork, nid)
-	r.sdk.unknownFilter("/account_network/")
-	if status, data := r.sdk.call(http.MethodDelete, fmt.Sprintf("/account_network/%d", nid), nil); status != http.StatusOK {
+	wantOnly(t, r.sdk, "/account_network/?start=0&limit=50", sdkAccountNetwork, nid, n2)
+	wantOnly(t, r.sdk, fmt.Sprintf("/account_network/?start=0&limit=50&account=%d", b), sdkAccountNetwork, n2)
+	wantOnly(t, r.sdk, "/account_network/?start=0&limit=50&quick_search=2001:db8::7", sdkAccountNetwork, n2)
+	wantOnly(t, r.sdk, "/account_network/?start=0&limit=50&quick_search=head", sdkAccountNetwork, nid)
+	r.sdk.unknownFilter(t, "/account_network/")
+	if status, data := r.sdk.do(t, http.MethodDelete, fmt.Sprintf("/account_network/%d", nid), nil); status != http.StatusOK {
 		t.Fatalf("delete: %d %s", status, data)
 	}
 	status, body = r.env.Do(t, http.MethodPost, "/api/device/login", "", "", map[string]any{
@@ -470,17 +411,17 @@ func TestSDKAccountNetworks(t *testing.T) {
 		t.Fatalf("login by a deleted network: %d %s", status, body)
 	}
 	// Deleting an account removes its networks.
-	r.sdk.call(http.MethodDelete, fmt.Sprintf("/accounts/%d", b), nil)
-	r.sdk.wantOnly("/account_network/?start=0&limit=50", sdkAccountNetwork)
+	r.sdk.do(t, http.MethodDelete, fmt.Sprintf("/accounts/%d", b), nil)
+	wantOnly(t, r.sdk, "/account_network/?start=0&limit=50", sdkAccountNetwork)
 }
 
 // TestSDKScope: a provider's admin sees nothing of another provider's
 // devices, subscriptions and networks, and cannot write them.
 func TestSDKScope(t *testing.T) {
 	r := newSDKRig(t)
-	theirs := num(r.super.ok(http.MethodPost, "/accounts/", map[string]any{"login": "theirs", "fullname": "T", "pin_md5": pin("x"), "provider": r.other}, sdkAccount)["id"])
-	dev := num(r.super.ok(http.MethodPost, "/devices/", map[string]any{"unique_id": "their-box", "account": theirs}, sdkDevice)["id"])
-	net := num(r.super.ok(http.MethodPost, "/account_network/", map[string]any{"network": "10.9.0.0/16", "account": theirs}, sdkAccountNetwork)["id"])
+	theirs := num(r.super.object(t, http.MethodPost, "/accounts/", map[string]any{"login": "theirs", "fullname": "T", "pin_md5": pin("x"), "provider": r.other}, sdkAccount)["id"])
+	dev := num(r.super.object(t, http.MethodPost, "/devices/", map[string]any{"unique_id": "their-box", "account": theirs}, sdkDevice)["id"])
+	net := num(r.super.object(t, http.MethodPost, "/account_network/", map[string]any{"network": "10.9.0.0/16", "account": theirs}, sdkAccountNetwork)["id"])
 	before := head(t, r.env)
 	for _, c := range []struct{ method, path string }{
 		{http.MethodGet, fmt.Sprintf("/devices/%d", dev)},
@@ -490,21 +431,21 @@ func TestSDKScope(t *testing.T) {
 		{http.MethodPut, fmt.Sprintf("/account_network/%d", net)},
 		{http.MethodDelete, fmt.Sprintf("/account_network/%d", net)},
 	} {
-		if status, data := r.sdk.call(c.method, c.path, map[string]any{"comment": "x", "description": "x"}); status != http.StatusForbidden {
+		if status, data := r.sdk.do(t, c.method, c.path, map[string]any{"comment": "x", "description": "x"}); status != http.StatusForbidden {
 			t.Errorf("%s %s: %d %s, want 403", c.method, c.path, status, data)
 		}
 	}
 	for _, body := range []map[string]any{{"unique_id": "x", "account": theirs}} {
-		if status, _ := r.sdk.call(http.MethodPost, "/devices/", body); status != http.StatusForbidden {
+		if status, _ := r.sdk.do(t, http.MethodPost, "/devices/", body); status != http.StatusForbidden {
 			t.Errorf("register a device for another provider's account: %d", status)
 		}
 	}
-	if status, _ := r.sdk.call(http.MethodPost, "/account_network/", map[string]any{"network": "10.8.0.0/16", "account": theirs}); status != http.StatusForbidden {
+	if status, _ := r.sdk.do(t, http.MethodPost, "/account_network/", map[string]any{"network": "10.8.0.0/16", "account": theirs}); status != http.StatusForbidden {
 		t.Errorf("a network for another provider's account: %d", status)
 	}
 	if head(t, r.env) != before {
 		t.Fatal("refused writes appended events")
 	}
-	r.sdk.wantOnly("/devices/?start=0&limit=50", sdkDevice)
-	r.sdk.wantOnly("/account_network/?start=0&limit=50", sdkAccountNetwork)
+	wantOnly(t, r.sdk, "/devices/?start=0&limit=50", sdkDevice)
+	wantOnly(t, r.sdk, "/account_network/?start=0&limit=50", sdkAccountNetwork)
 }

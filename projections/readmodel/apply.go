@@ -16,7 +16,8 @@ import (
 // device (last online, address, firmware).
 var shownKinds = []domain.StreamKind{
 	domain.StreamAccount, domain.StreamProvider, domain.StreamTariff, domain.StreamChannel,
-	domain.StreamCategory, domain.StreamAdmin, domain.StreamCommand, domain.StreamDevice, domain.StreamNetworks,
+	domain.StreamCategory, domain.StreamAdmin, domain.StreamCommand, domain.StreamDevice,
+	domain.StreamTariffTag, domain.StreamRegion, domain.StreamDeviceType, domain.StreamNetworks,
 }
 
 // shown reports whether the model follows streams of kind k.
@@ -58,6 +59,9 @@ type evolvers struct {
 	tariff   func(domain.Tariff, domain.Event) domain.Tariff
 	channel  func(domain.Channel, domain.Event) domain.Channel
 	category func(domain.Category, domain.Event) domain.Category
+	tag      func(domain.TariffTag, domain.Event) domain.TariffTag
+	region   func(domain.Region, domain.Event) domain.Region
+	devType  func(domain.DeviceType, domain.Event) domain.DeviceType
 	admin    func(domain.Admin, domain.Event) domain.Admin
 	networks func(domain.AccountNetworks, domain.Event) domain.AccountNetworks
 }
@@ -69,6 +73,9 @@ func newEvolvers() evolvers {
 		tariff:   domain.TariffDecider().Evolve,
 		channel:  domain.ChannelDecider().Evolve,
 		category: domain.CategoryDecider().Evolve,
+		tag:      domain.TariffTagDecider().Evolve,
+		region:   domain.RegionDecider().Evolve,
+		devType:  domain.DeviceTypeDecider().Evolve,
 		admin:    domain.AdminDecider().Evolve,
 		networks: domain.NetworksDecider().Evolve,
 	}
@@ -164,6 +171,12 @@ func (s *state) apply(ev *evolvers, c *change) {
 		applyVersioned(s.channels, c.id, c, ev.channel)
 	case domain.StreamCategory:
 		applyVersioned(s.categories, c.id, c, ev.category)
+	case domain.StreamTariffTag:
+		applyVersioned(s.tags, c.id, c, ev.tag)
+	case domain.StreamRegion:
+		applyVersioned(s.regions, c.id, c, ev.region)
+	case domain.StreamDeviceType:
+		applyVersioned(s.devTypes, c.id, c, ev.devType)
 	case domain.StreamAdmin:
 		applyVersioned(s.admins, c.login, c, ev.admin)
 	case domain.StreamCommand:

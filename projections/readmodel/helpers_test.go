@@ -456,6 +456,17 @@ func dump(t testing.TB, m *Model) []any {
 	add("tariffs", must(m.ListTariffs(TariffQuery{Scope: AllProviders})).(List[domain.Tariff]).Slice())
 	add("channels", must(m.ListChannels(ChannelQuery{})).(List[domain.Channel]).Slice())
 	add("categories", must(m.ListCategories(CategoryQuery{})).(List[domain.Category]).Slice())
+	tags := must(m.ListTariffTags(TariffTagQuery{Scope: AllProviders})).(List[domain.TariffTag]).Slice()
+	add("tariff tags", tags)
+	for _, tag := range tags {
+		add("tagged", m.TariffsTagged(tag.ID))
+	}
+	regions := must(m.ListRegions(RegionQuery{})).(List[domain.Region]).Slice()
+	add("regions", regions)
+	for _, r := range regions {
+		add("in region", m.ProvidersInRegion(r.ID))
+	}
+	add("device types", must(m.ListDeviceTypes(DeviceTypeQuery{})).(List[domain.DeviceType]).Slice())
 	admins := must(m.ListAdmins(AdminQuery{Scope: AllProviders})).(List[domain.Admin]).Slice()
 	add("admins", admins)
 	for _, a := range admins {

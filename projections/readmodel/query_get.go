@@ -153,6 +153,24 @@ func (m *Model) Category(id int64) (domain.Category, bool) {
 		domain.Category.Exists, copyCategory)
 }
 
+// TariffTag returns the tariff tag with the given id, unless deleted.
+func (m *Model) TariffTag(id int64) (domain.TariffTag, bool) {
+	return getVersioned(m, func(s *state) map[int64]versioned[domain.TariffTag] { return s.tags }, id,
+		domain.TariffTag.Exists, copyTag)
+}
+
+// Region returns the region with the given id, unless deleted.
+func (m *Model) Region(id int64) (domain.Region, bool) {
+	return getVersioned(m, func(s *state) map[int64]versioned[domain.Region] { return s.regions }, id,
+		domain.Region.Exists, copyRegion)
+}
+
+// DeviceType returns the device type with the given id, unless deleted.
+func (m *Model) DeviceType(id int64) (domain.DeviceType, bool) {
+	return getVersioned(m, func(s *state) map[int64]versioned[domain.DeviceType] { return s.devTypes }, id,
+		domain.DeviceType.Exists, copyDeviceType)
+}
+
 // Admin returns the administrator with the given login, unless deleted:
 // its bcrypt PasswordHash and provider scope, for HTTP Basic
 // authentication.

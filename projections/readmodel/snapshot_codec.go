@@ -178,15 +178,7 @@ func decodeState(r io.Reader) (*state, error) {
 	if d.err != nil {
 		return nil, d.fail()
 	}
-	restore(s.providers, cat.Providers)
-	restore(s.tariffs, cat.Tariffs)
-	restore(s.channels, cat.Channels)
-	restore(s.categories, cat.Categories)
-	restore(s.admins, cat.Admins)
-	restore(s.networks, cat.Networks)
-	for p, n := range s.networks {
-		s.netTables[p] = tableOf(n.v)
-	}
+	restoreCatalog(s, &cat)
 
 	// The indexers only read s.byProv, which is complete: an account of a
 	// provider not listed above is an error.

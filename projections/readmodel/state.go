@@ -17,6 +17,9 @@ type state struct {
 	tariffs    map[int64]versioned[domain.Tariff]
 	channels   map[int64]versioned[domain.Channel]
 	categories map[int64]versioned[domain.Category]
+	tags       map[int64]versioned[domain.TariffTag]
+	regions    map[int64]versioned[domain.Region]
+	devTypes   map[int64]versioned[domain.DeviceType]
 	admins     map[string]versioned[domain.Admin]
 	networks   map[int64]versioned[domain.AccountNetworks] // by provider
 	netTables  map[int64]netTable                          // by provider
@@ -83,6 +86,9 @@ func newStateSized(subs, devs int) *state {
 		tariffs:    make(map[int64]versioned[domain.Tariff]),
 		channels:   make(map[int64]versioned[domain.Channel]),
 		categories: make(map[int64]versioned[domain.Category]),
+		tags:       make(map[int64]versioned[domain.TariffTag]),
+		regions:    make(map[int64]versioned[domain.Region]),
+		devTypes:   make(map[int64]versioned[domain.DeviceType]),
 		admins:     make(map[string]versioned[domain.Admin]),
 		networks:   make(map[int64]versioned[domain.AccountNetworks]),
 		netTables:  make(map[int64]netTable),

@@ -129,20 +129,26 @@ func unixOrZero(t stamp) time.Time {
 func copyProvider(p domain.Provider) domain.Provider {
 	p.DevicesPerAccountLimit = clonePtr(p.DevicesPerAccountLimit)
 	p.FreeTariff = clonePtr(p.FreeTariff)
+	p.RegionTag = clonePtr(p.RegionTag)
 	return p
 }
 
 func copyTariff(t domain.Tariff) domain.Tariff {
 	t.Channels = slices.Clone(t.Channels)
+	t.Tag = clonePtr(t.Tag)
 	return t
 }
 
 func copyChannel(c domain.Channel) domain.Channel {
 	c.Categories = slices.Clone(c.Categories)
+	c.TimeShiftDepth = clonePtr(c.TimeShiftDepth)
 	return c
 }
 
-func copyCategory(c domain.Category) domain.Category { return c }
+func copyCategory(c domain.Category) domain.Category       { return c }
+func copyTag(t domain.TariffTag) domain.TariffTag          { return t }
+func copyRegion(r domain.Region) domain.Region             { return r }
+func copyDeviceType(d domain.DeviceType) domain.DeviceType { return d }
 
 func copyAdmin(a domain.Admin) domain.Admin {
 	a.Provider = clonePtr(a.Provider)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"tvsm/domain"
+	"tvsm/eventstore"
 	"tvsm/internal/app"
 	"tvsm/internal/app/query"
 )
@@ -82,6 +83,9 @@ func (h *Accounts) Create(ctx context.Context, c app.Caller, in AccountInput) (q
 	}
 	if _, ok := w.model.Provider(provider); !ok {
 		return query.AccountView{}, domain.NewValidationError("provider", problemUnknown)
+	}
+	if err := h.checkRegion(in.RegionTag, nil); err != nil {
+		return query.AccountView{}, err
 	}
 
 	id, err := w.x.NewID(ctx, "account")
@@ -173,6 +177,9 @@ func (h *Accounts) Update(ctx context.Context, c app.Caller, id int64, in Accoun
 	if err != nil {
 		return query.AccountView{}, err
 	}
+	if err := h.checkRegion(in.RegionTag, cur.RegionTag); err != nil {
+		return query.AccountView{}, err
+	}
 	cmd := domain.UpdateAccount{
 		ID:                     id,
 		Enabled:                in.Enabled,
@@ -237,8 +244,11 @@ func (h *Accounts) Delete(ctx context.Context, c app.Caller, id int64) (query.Ac
 		return query.AccountView{}, err
 	}
 	h.releaseLogin(ctx, c, app.LoginStream(cur.Provider, login), owner)
-	h.removeNetworks(ctx, c, cur.Provider, id)
-	if err := w.written(ctx, res.Position); err != nil {
+	pos := res.Position
+	if netPos := h.removeNetworks(ctx, c, cur.Provider, id); netPos.After(pos) {
+		pos = netPos
+	}
+	if err := w.written(ctx, pos); err != nil {
 		return query.AccountView{}, err
 	}
 	view.ServicesAvailable = false
@@ -248,16 +258,35 @@ func (h *Accounts) Delete(ctx context.Context, c app.Caller, id int64) (query.Ac
 // removeNetworks removes the account networks of a deleted account, best
 // effort: a network left behind (a crash in between) authorises no one,
 // since its account is gone, and an admin can delete it.
-func (h *Accounts) removeNetworks(ctx context.Context, c app.Caller, provider, account int64) {
+//
+// It returns the position to wait for (zero when nothing was appended).
+func (h *Accounts) removeNetworks(ctx context.Context, c app.Caller, provider, account int64) eventstore.Position {
 	if _, _, ok := h.w.model.AccountNetworks(provider); !ok {
-		return // the provider never had networks
+		return eventstore.Position{} // the provider never had networks
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	cmd := domain.RemoveAccountNetworks{Provider: provider, Account: account}
-	if _, err := app.Execute(rctx, h.w.x, cmd.Stream(), domain.NetworksDecider(), domain.NetworkCommand(cmd), c.Meta()); err != nil {
+	res, err := app.Execute(rctx, h.w.x, cmd.Stream(), domain.NetworksDecider(), domain.NetworkCommand(cmd), c.Meta())
+	if err != nil {
 		h.w.log.Warn("removing a deleted account's networks failed", "account", account, "error", err)
+		return eventstore.Position{}
 	}
+	return res.Position
+}
+
+// checkRegion checks that a region_tag given names a region; the current
+// one (cur) passes unchecked, so a sync job re-sending a record whose
+// region was since deleted is not refused.
+func (h *Accounts) checkRegion(o domain.Optional[int64], cur *int64) error {
+	id, ok := o.Get()
+	if !ok || id <= 0 || cur != nil && *cur == id {
+		return nil
+	}
+	if _, found := h.w.model.Region(id); !found {
+		return domain.NewValidationError("region_tag", problemUnknown)
+	}
+	return nil
 }
 
 // intPtr converts a nullable integer of the wire into the domain's *int,

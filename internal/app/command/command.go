@@ -62,8 +62,11 @@ type Commands struct {
 	Networks            *Networks
 	Providers           *Providers
 	Tariffs             *Tariffs
+	TariffTags          *TariffTags
 	Channels            *Channels
 	Categories          *Categories
+	Regions             *Regions
+	DeviceTypes         *DeviceTypes
 	Admins              *Admins
 	Sends               *Sends
 }
@@ -92,8 +95,11 @@ func New(cfg Config) (*Commands, error) {
 		Networks:            &Networks{w},
 		Providers:           &Providers{w},
 		Tariffs:             &Tariffs{w},
+		TariffTags:          &TariffTags{w},
 		Channels:            &Channels{w},
-		Categories:          &Categories{w},
+		Categories:          newCategories(w),
+		Regions:             newRegions(w),
+		DeviceTypes:         newDeviceTypes(w),
 		Admins:              &Admins{w},
 		Sends:               &Sends{w},
 	}, nil

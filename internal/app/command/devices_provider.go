@@ -70,6 +70,9 @@ func (h *Devices) Create(ctx context.Context, c app.Caller, in DeviceInput) (rea
 	if _, err := domain.AccountDecider().Decide(domain.Account{ID: accountID, Provider: acc.Provider}, probe, w.now()); err != nil {
 		return readmodel.Device{}, err
 	}
+	if err := h.checkDeviceType(in.DeviceType, nil); err != nil {
+		return readmodel.Device{}, err
+	}
 	if l, err := w.model.ListDevices(readmodel.DeviceQuery{Scope: readmodel.ProviderScope(acc.Provider), UniqueID: uid}); err == nil && l.Total > 0 {
 		return readmodel.Device{}, domain.NewValidationError("unique_id", fmt.Sprintf("already bound (device %d)", l.Slice()[0].ID))
 	}
@@ -117,6 +120,9 @@ func (h *Devices) Update(ctx context.Context, c app.Caller, id int64, in DeviceI
 	}
 	if len(p) > 0 {
 		return readmodel.Device{}, &domain.ValidationError{Fields: p}
+	}
+	if err := h.checkDeviceType(in.DeviceType, cur.DeviceType); err != nil {
+		return readmodel.Device{}, err
 	}
 	change := domain.ChangeDevice{AccountID: cur.Account, DeviceID: id, UniqueID: in.UniqueID, MAC: in.MAC,
 		RemoteCustomField: in.RemoteCustomField, Comment: in.Comment, UseNAT: in.UseNAT, UdpxyAddr: in.UdpxyAddr, DeviceType: in.DeviceType}
@@ -179,4 +185,17 @@ func limitProblem(err error) error {
 		return domain.NewValidationError("account", fmt.Sprintf("has the maximum of %d devices bound", limit.Limit))
 	}
 	return err
+}
+
+// checkDeviceType checks that a device_type given names a device type;
+// the current one (cur) passes unchecked.
+func (h *Devices) checkDeviceType(o domain.Optional[int64], cur *int64) error {
+	id, ok := o.Get()
+	if !ok || id <= 0 || cur != nil && *cur == id {
+		return nil
+	}
+	if _, found := h.w.model.DeviceType(id); !found {
+		return domain.NewValidationError("device_type", problemUnknown)
+	}
+	return nil
 }

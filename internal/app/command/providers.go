@@ -11,12 +11,15 @@ import (
 // ProviderFields are the fields of a provider create or partial update, as
 // the Admin API decoded them: absent fields are left alone (or take their
 // defaults on create), null clears a nullable field (devices_per_account_limit,
-// free_tariff, billing.url, billing.token).
+// free_tariff, region_tag, comment, logo_url, billing.url, billing.token).
 type ProviderFields struct {
 	Name                   domain.Optional[string]
 	Enabled                domain.Optional[bool]
 	DevicesPerAccountLimit domain.Optional[int]
 	FreeTariff             domain.Optional[int64]
+	RegionTag              domain.Optional[int64]
+	Comment                domain.Optional[string]
+	LogoURL                domain.Optional[string]
 	Billing                domain.BillingPatch
 }
 
@@ -36,6 +39,9 @@ func (h *Providers) Create(ctx context.Context, c app.Caller, f ProviderFields) 
 		Enabled:                f.Enabled.Ptr(),
 		DevicesPerAccountLimit: f.DevicesPerAccountLimit.Ptr(),
 		FreeTariff:             f.FreeTariff.Ptr(),
+		RegionTag:              f.RegionTag.Ptr(),
+		Comment:                f.Comment.Or(""),
+		LogoURL:                f.LogoURL.Or(""),
 		Billing: domain.Billing{
 			Resolve: f.Billing.Resolve.Or(false),
 			URL:     f.Billing.URL.Or(""),
@@ -47,6 +53,9 @@ func (h *Providers) Create(ctx context.Context, c app.Caller, f ProviderFields) 
 		// A new provider has no tariffs yet: set the free tariff by an
 		// update once it has one.
 		addFieldProblem(&extra, "free_tariff", fmt.Sprintf("unknown tariff %d of this provider", v))
+	}
+	if v, ok := f.RegionTag.Get(); ok {
+		h.checkRegion(&extra, v)
 	}
 	if err := withProblems(dryRun(domain.ProviderDecider(), domain.ProviderCommand(cmd)), extra); err != nil {
 		return domain.Provider{}, err
@@ -70,8 +79,13 @@ func (h *Providers) Update(ctx context.Context, c app.Caller, id int64, f Provid
 		return domain.Provider{}, err
 	}
 	var extra map[string]string
+	cur, _ := w.model.Provider(id)
+	if v, ok := f.RegionTag.Get(); ok && (cur.RegionTag == nil || *cur.RegionTag != v) {
+		// Like the free tariff below, a region re-sent unchanged is not
+		// checked again.
+		h.checkRegion(&extra, v)
+	}
 	if v, ok := f.FreeTariff.Get(); ok && v > 0 {
-		cur, _ := w.model.Provider(id)
 		// A free tariff re-sent unchanged is not checked again: the tariff
 		// may have been deleted since, and a resync must still pass.
 		if cur.FreeTariff == nil || *cur.FreeTariff != v {
@@ -86,6 +100,9 @@ func (h *Providers) Update(ctx context.Context, c app.Caller, id int64, f Provid
 		Enabled:                f.Enabled,
 		DevicesPerAccountLimit: f.DevicesPerAccountLimit,
 		FreeTariff:             f.FreeTariff,
+		RegionTag:              f.RegionTag,
+		Comment:                f.Comment,
+		LogoURL:                f.LogoURL,
 		Billing:                f.Billing,
 	}
 	if len(extra) > 0 {
@@ -115,4 +132,14 @@ func (h *Providers) Delete(ctx context.Context, c app.Caller, id int64) (domain.
 		return domain.Provider{}, err
 	}
 	return res.State, nil
+}
+
+// checkRegion records a problem with region_tag unless region exists.
+func (h *Providers) checkRegion(extra *map[string]string, region int64) {
+	if region <= 0 {
+		return // the domain's to report
+	}
+	if _, ok := h.w.model.Region(region); !ok {
+		addFieldProblem(extra, domain.RegionTagField, fmt.Sprintf("unknown region %d", region))
+	}
 }

@@ -50,11 +50,18 @@ type Queries struct {
 	Networks            *Networks
 	Providers           *Providers
 	Tariffs             *Tariffs
+	TariffTags          *TariffTags
 	Channels            *Channels
-	Categories          *Categories
-	Admins              *Admins
-	Changes             *Changes
-	Sends               *Sends
+	// LineUp is the channels with only their live categories.
+	LineUp     *LineUp
+	Categories *Categories
+	// FavoriteGroups are the categories with their channels.
+	FavoriteGroups *FavoriteGroups
+	Regions        *Regions
+	DeviceTypes    *DeviceTypes
+	Admins         *Admins
+	Changes        *Changes
+	Sends          *Sends
 	// Sessions authenticates devices and answers the Device API's reads.
 	Sessions *Sessions
 }
@@ -68,6 +75,7 @@ func New(cfg Config) (*Queries, error) {
 		cfg.Clock = time.Now
 	}
 	r := &reader{cfg: cfg, rec: record.Log{Store: cfg.Store, Registry: cfg.Registry}}
+	categories, channels := newCategories(r), newChannels(r)
 	return &Queries{
 		Accounts:            &Accounts{r},
 		Subscriptions:       newSubscriptions(r, false),
@@ -76,8 +84,13 @@ func New(cfg Config) (*Queries, error) {
 		Networks:            newNetworks(r),
 		Providers:           newProviders(r),
 		Tariffs:             newTariffs(r),
-		Channels:            newChannels(r),
-		Categories:          newCategories(r),
+		TariffTags:          newTariffTags(r),
+		Channels:            channels,
+		LineUp:              newLineUp(channels),
+		Categories:          categories,
+		FavoriteGroups:      newFavoriteGroups(categories),
+		Regions:             newRegions(r),
+		DeviceTypes:         newDeviceTypes(r),
 		Admins:              &Admins{r},
 		Changes:             &Changes{r},
 		Sends:               &Sends{r},

@@ -100,9 +100,9 @@ type DeviceChannelList struct {
 }
 
 // Channels returns the channels of the tariffs the device's account is
-// subscribed to now (the union, sorted by number, then id; deleted
-// channels and categories left out), or a *NoServicesError when the
-// account has no services now.
+// subscribed to now (the union, sorted by number, then id; deleted and
+// disabled channels and deleted categories left out), or a
+// *NoServicesError when the account has no services now.
 func (q *Sessions) Channels(_ context.Context, d DeviceIdentity) (DeviceChannelList, error) {
 	a, ok := q.r.cfg.Model.AccountState(d.Account)
 	if !ok {
@@ -120,7 +120,7 @@ func (q *Sessions) Channels(_ context.Context, d DeviceIdentity) (DeviceChannelL
 				continue
 			}
 			seen[id] = true
-			if ch, ok := q.r.cfg.Model.Channel(id); ok {
+			if ch, ok := q.r.cfg.Model.Channel(id); ok && !ch.Disabled {
 				out.Channels = append(out.Channels, q.deviceChannel(ch, out.Categories))
 			}
 		}
