@@ -45,11 +45,15 @@ func retryAfterSeconds(d time.Duration) int64 {
 }
 
 // writeAuthError is WriteError that also sets Retry-After on a throttled
-// attempt.
+// attempt (429) and on one refused because too many password checks run
+// (503: they finish within a second).
 func writeAuthError(c *gin.Context, err error) {
 	var te *ThrottledError
-	if errors.As(err, &te) {
+	switch {
+	case errors.As(err, &te):
 		c.Header("Retry-After", strconv.FormatInt(retryAfterSeconds(te.RetryAfter), 10))
+	case errors.Is(err, ErrPasswordChecksBusy):
+		c.Header("Retry-After", "1")
 	}
 	WriteError(c, err)
 }
@@ -69,10 +73,13 @@ func ClientAddress(ctx context.Context) string {
 }
 
 // ThrottleLogins returns auth guarded by g: after too many failed logins
-// for a login, or from the client's address (ClientAddress, which BasicAuth
-// provides), attempts are refused with a *ThrottledError (429) without
-// being checked, until the failures age out. A success clears the login's
-// failures. A nil g returns auth itself.
+// for a login from the client's address (ClientAddress, which BasicAuth
+// provides), from the address, or for the login from many addresses
+// (throttle.Guard), attempts are refused with a *ThrottledError (429)
+// without being checked, until the failures age out. Every attempt counts
+// as a failure from before its check until its outcome, so concurrent
+// attempts cannot pass the limits together. A success clears the login's
+// failures from the address. A nil g returns auth itself.
 func ThrottleLogins(auth Authenticator, g *throttle.Guard) Authenticator {
 	if g == nil {
 		return auth
@@ -86,16 +93,35 @@ type throttledAuth struct {
 }
 
 func (t throttledAuth) Authenticate(ctx context.Context, login, password string) (Principal, error) {
-	addr := ClientAddress(ctx)
-	if ok, wait := t.guard.Allow(login, addr); !ok {
+	attempt, wait, ok := t.guard.Begin(login, ClientAddress(ctx))
+	if !ok {
 		return Principal{}, Throttled(wait)
 	}
-	p, err := t.auth.Authenticate(ctx, login, password)
-	switch {
-	case errors.Is(err, ErrBadCredentials):
-		t.guard.Fail(login, addr)
-	case err == nil:
-		t.guard.Succeed(login)
-	}
+	var (
+		p        Principal
+		err      error
+		returned bool
+	)
+	defer func() { finishAttempt(attempt, returned, err, ErrBadCredentials) }()
+	p, err = t.auth.Authenticate(ctx, login, password)
+	returned = true
 	return p, err
+}
+
+// finishAttempt records the outcome of a login attempt, deferred right
+// after the guard let it through: a failure when the check returned bad
+// (wrong credentials), a success when it returned nil, and nothing when it
+// could not check (busy, canceled), failed itself or panicked (returned
+// false), so that the attempt never stays counted in flight.
+func finishAttempt(a throttle.Attempt, returned bool, err, bad error) {
+	switch {
+	case !returned:
+		a.Abandoned()
+	case errors.Is(err, bad):
+		a.Failed()
+	case err == nil:
+		a.Succeeded()
+	default:
+		a.Abandoned()
+	}
 }
