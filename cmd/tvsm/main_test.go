@@ -186,14 +186,25 @@ func TestServe(t *testing.T) {
 // its address (port 0 was asked for, so only the log knows it).
 func waitForListening(t *testing.T, log *testutil.SyncBuffer, exited <-chan int) string {
 	t.Helper()
+	return waitForListeners(t, log, exited, 1)["api"]
+}
+
+// waitForListeners reads the JSON log until n "listening" lines are there
+// and returns their addresses by listener name.
+func waitForListeners(t *testing.T, log *testutil.SyncBuffer, exited <-chan int, n int) map[string]string {
+	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
+		addrs := map[string]string{}
 		scanner := bufio.NewScanner(strings.NewReader(log.String()))
 		for scanner.Scan() {
-			var rec struct{ Msg, Addr string }
+			var rec struct{ Msg, Addr, Listener string }
 			if json.Unmarshal(scanner.Bytes(), &rec) == nil && rec.Msg == "listening" {
-				return rec.Addr
+				addrs[rec.Listener] = rec.Addr
 			}
+		}
+		if len(addrs) >= n {
+			return addrs
 		}
 		select {
 		case code := <-exited:
@@ -201,6 +212,72 @@ func waitForListening(t *testing.T, log *testutil.SyncBuffer, exited <-chan int)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	t.Fatalf("no listening line within 15s; log:\n%s", log)
-	return ""
+	t.Fatalf("not %d listening lines within 15s; log:\n%s", n, log)
+	return nil
+}
+
+// TestServeOpsListener: with --ops-http, /metrics and the profiler answer
+// on the operators' listener only; the API's listener, which devices
+// reach, answers 404 for them. The probes answer on both.
+func TestServeOpsListener(t *testing.T) {
+	isolateEnv(t)
+	t.Setenv("TVSM_ADMIN_PASSWORD", "s3cret-root")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &testutil.SyncBuffer{}
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run(ctx, []string{"serve",
+			"--http", "127.0.0.1:0", "--ops-http", "127.0.0.1:0", "--data", t.TempDir(),
+			"--log-format", "json", "--shutdown-timeout", "5s", "--admin-login", "root",
+		}, io.Discard, stderr)
+	}()
+	addrs := waitForListeners(t, stderr, exited, 2)
+	client := &http.Client{Timeout: 5 * time.Second}
+	get := func(addr, path string, auth bool) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		if auth {
+			req.SetBasicAuth("root", "s3cret-root")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s%s: %v", addr, path, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	api, ops := addrs["api"], addrs["ops"]
+	for _, c := range []struct {
+		addr, path string
+		auth       bool
+		status     int
+		contains   string
+	}{
+		{api, "/metrics", false, http.StatusNotFound, "not_found"},
+		{api, "/api/admin/debug/pprof/", true, http.StatusNotFound, "not_found"},
+		{api, "/healthz", false, http.StatusOK, "ok"},
+		{api, "/api/admin/providers", true, http.StatusOK, "data"},
+		{ops, "/metrics", false, http.StatusOK, "tvsm_password_checks_total"},
+		{ops, "/debug/pprof/", false, http.StatusOK, "goroutine"},
+		{ops, "/debug/pprof/goroutine?debug=1", false, http.StatusOK, "goroutine profile"},
+		{ops, "/healthz", false, http.StatusOK, "ok"},
+		{ops, "/readyz", false, http.StatusOK, "ready"},
+		{ops, "/api/admin/providers", true, http.StatusNotFound, "not_found"},
+	} {
+		status, body := get(c.addr, c.path, c.auth)
+		if status != c.status || !strings.Contains(body, c.contains) {
+			t.Errorf("GET %s on %s: %d %.200s; want %d with %q", c.path, c.addr, status, body, c.status, c.contains)
+		}
+	}
+	cancel()
+	select {
+	case code := <-exited:
+		if code != exitOK {
+			t.Fatalf("serve exited %d; log:\n%s", code, stderr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
 }

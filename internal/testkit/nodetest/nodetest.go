@@ -5,6 +5,7 @@ package nodetest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
 	"tvsm/eventstore/record"
+	"tvsm/internal/adapters/billing/billingtest"
 	"tvsm/internal/platform/schedule"
 	"tvsm/internal/platform/throttle"
 	"tvsm/internal/wiring/node"
@@ -60,10 +62,15 @@ type Options struct {
 	// tests mount routes there that the node does not mount yet.
 	Setup func(*node.Node)
 	// AdminLogins and DeviceLogins throttle failed logins. Zero limits are
-	// generous here (1000 per login, 10000 per address a minute), so that
-	// tests failing logins on purpose are not throttled; tests of the
-	// throttle set their own.
+	// generous here (1000 per login and address, 10000 per address and per
+	// login a minute), so that tests failing logins on purpose are not
+	// throttled; tests of the throttle set their own.
 	AdminLogins, DeviceLogins throttle.GuardOptions
+	// PasswordChecks bounds the admin password checks at once
+	// (node.Options.PasswordChecks). Zero is generous here (64), so that
+	// tests logging in concurrently are not refused; tests of the bound set
+	// their own.
+	PasswordChecks int
 	// DeviceTokenTTL is the lifetime of device tokens (default 30 days).
 	DeviceTokenTTL time.Duration
 	// Store, when set, is used instead of a new store in Dir, and is left
@@ -73,7 +80,9 @@ type Options struct {
 	// Timers drives the command dispatcher's delivery rules (default the
 	// system clock); pass the testutil.Clock whose Now is Clock.
 	Timers schedule.Clock
-	// Billing turns the billing proxy on (node.BillingOptions).
+	// Billing turns the billing proxy on (node.BillingOptions). Unless it
+	// sets AllowedNetworks (non-nil, empty for none), billing may be
+	// reached on loopback, where billingtest servers listen.
 	Billing node.BillingOptions
 	// Stats and StatsName choose the statistics fact store (default the
 	// embedded one in Dir), as node.Options does.
@@ -88,6 +97,9 @@ func generous(o throttle.GuardOptions) throttle.GuardOptions {
 	}
 	if o.AddressLimit == 0 {
 		o.AddressLimit = 10000
+	}
+	if o.LoginTotalLimit == 0 {
+		o.LoginTotalLimit = 10000
 	}
 	return o
 }
@@ -114,6 +126,9 @@ func StartWith(t testing.TB, o Options) *Env {
 		}
 		closeStore = store.Close
 	}
+	if o.Billing.AllowedNetworks == nil {
+		o.Billing.AllowedNetworks = billingtest.LoopbackNetworks()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n, err := node.Start(ctx, store, node.Options{
@@ -121,7 +136,8 @@ func StartWith(t testing.TB, o Options) *Env {
 		AdminLogin: SuperLogin, AdminPassword: SuperPassword,
 		BcryptCost: bcrypt.MinCost, Clock: o.Clock,
 		AdminLogins: generous(o.AdminLogins), DeviceLogins: generous(o.DeviceLogins), DeviceTokenTTL: o.DeviceTokenTTL,
-		Timers: o.Timers, Billing: o.Billing, NodeName: "test",
+		PasswordChecks: cmp.Or(o.PasswordChecks, 64),
+		Timers:         o.Timers, Billing: o.Billing, NodeName: "test",
 		Stats: o.Stats, StatsName: o.StatsName,
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
 	"tvsm/domain"
@@ -60,6 +61,9 @@ type Options struct {
 	// AccessLog logs every answered HTTP request at info level
 	// (httpapi.Options.AccessLog).
 	AccessLog bool
+	// OpsListener moves /metrics and the profiler from Engine to Ops, for a
+	// listener of their own (httpapi.NewOps).
+	OpsListener bool
 	// SnapshotSpec is the cron spec (UTC) of read model snapshots
 	// (default every five minutes); snapshots are also written on Close.
 	SnapshotSpec string
@@ -72,6 +76,10 @@ type Options struct {
 	// address a minute; the clock defaults to Clock).
 	AdminLogins  throttle.GuardOptions
 	DeviceLogins throttle.GuardOptions
+	// PasswordChecks bounds the admin password checks (bcrypt) running at
+	// once; more are answered 503 at once (httpapi.BcryptOptions.MaxChecks:
+	// 0 is half the cores, negative no bound).
+	PasswordChecks int
 	// DeviceTokenTTL is the lifetime of device tokens (default 30 days).
 	DeviceTokenTTL time.Duration
 	// Sockets configures the device websocket hub; the command dispatcher
@@ -107,6 +115,9 @@ type Node struct {
 	Commands *command.Commands
 	Queries  *query.Queries
 	Engine   *gin.Engine
+	// Ops serves /metrics, the probes and the profiler when
+	// Options.OpsListener is set; nil otherwise.
+	Ops *gin.Engine
 	// Hub holds the devices' websockets (GET /api/device/ws); Dispatcher
 	// delivers provider commands to them.
 	Hub        *wsgateway.Hub
@@ -287,7 +298,7 @@ func (n *Node) buildApplication(ctx context.Context, opts Options) error {
 	n.Commands, err = command.New(command.Config{
 		Executor: n.Executor, Model: n.Model, Applied: n.Runner.Progress(), Queries: n.Queries,
 		ReadYourWritesTimeout: opts.ReadYourWritesTimeout, BcryptCost: opts.BcryptCost, Logger: n.log, Clock: opts.Clock,
-		DeviceTokens: tokens,
+		DeviceTokens: tokens, BillingURL: opts.Billing.policy().CheckURL,
 	})
 	return err
 }
@@ -303,10 +314,14 @@ func (n *Node) bootstrapAdmin(ctx context.Context, opts Options) (err error) {
 // buildHTTP builds the HTTP engine with the node's metrics and every API.
 func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 	registerGatewayMetrics(opts.Metrics, n.Dispatcher, n.journal)
-	n.Engine = httpapi.New(httpapi.Options{Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog})
-	n.Auth = httpapi.ThrottleLogins(
-		httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost}),
-		throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock)))
+	engineOpts := httpapi.Options{Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog, OpsElsewhere: opts.OpsListener}
+	n.Engine = httpapi.New(engineOpts)
+	if opts.OpsListener {
+		n.Ops = httpapi.NewOps(engineOpts)
+	}
+	passwords := httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost, MaxChecks: opts.PasswordChecks})
+	registerPasswordMetrics(opts.Metrics, passwords)
+	n.Auth = httpapi.ThrottleLogins(passwords, throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock)))
 	cmds, qs := n.Commands, n.Queries
 	httpapi.Mount(n.Engine, httpapi.API{
 		Auth:        n.Auth,
@@ -325,12 +340,24 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 			Categories: cmds.Categories, CategoryReads: qs.Categories,
 			Admins: cmds.Admins, AdminReads: qs.Admins,
 		},
-		Device:       httpapi.DeviceAPI{Writes: cmds.Devices, Sessions: qs.Sessions},
-		Sockets:      n.Hub,
-		DeviceLogins: throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock)),
-		Billing:      n.billing,
+		Device:            httpapi.DeviceAPI{Writes: cmds.Devices, Sessions: qs.Sessions},
+		Sockets:           n.Hub,
+		DeviceLogins:      throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock)),
+		Billing:           n.billing,
+		ProfilerElsewhere: opts.OpsListener,
 	})
 	return httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.BasicAuth(n.Auth))
+}
+
+// registerPasswordMetrics exports the admin password checks made and
+// refused because too many ran at once.
+func registerPasswordMetrics(reg prometheus.Registerer, a *httpapi.BcryptAuthenticator) {
+	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tvsm_password_checks_total", Help: "Admin password checks (bcrypt comparisons) made.",
+	}, func() float64 { return float64(a.Comparisons()) }))
+	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tvsm_password_checks_refused_total", Help: "Admin logins answered 503 because too many password checks ran at once.",
+	}, func() float64 { return float64(a.Refused()) }))
 }
 
 // scheduleSnapshots writes read model snapshots on opts.SnapshotSpec.
