@@ -144,12 +144,7 @@ func (a *BcryptAuthenticator) Authenticate(ctx context.Context, login, password 
 		}
 		return Principal{}, ErrBadCredentials
 	}
-	p := Principal{Login: login}
-	if provider != nil {
-		id := *provider
-		p.Provider = &id
-	}
-
+	p := principal(login, provider)
 	key := a.key(login, password, hashed)
 	if a.cached(key) {
 		return p, nil
@@ -164,6 +159,25 @@ func (a *BcryptAuthenticator) Authenticate(ctx context.Context, login, password 
 	}
 	a.remember(key)
 	return p, nil
+}
+
+// Verified returns the principal of login when its password was verified
+// recently (the cache): no check is needed, and none is made.
+func (a *BcryptAuthenticator) Verified(login, password string) (Principal, bool) {
+	hashed, provider, ok := a.lookup(login)
+	if !ok || hashed == "" || len(password) > maxBcryptPassword || !a.cached(a.key(login, password, hashed)) {
+		return Principal{}, false
+	}
+	return principal(login, provider), true
+}
+
+func principal(login string, provider *int64) Principal {
+	p := Principal{Login: login}
+	if provider != nil {
+		id := *provider
+		p.Provider = &id
+	}
+	return p
 }
 
 // Comparisons returns how many bcrypt comparisons the authenticator has

@@ -72,6 +72,7 @@ func New(opts Options) *gin.Engine {
 		requestLogMiddleware(opts.Logger, opts.AccessLog),
 		newHTTPMetrics(opts.Metrics).middleware(),
 		recoveryMiddleware(opts.Logger),
+		textMiddleware(),
 	)
 	mountProbes(engine, opts.Ready)
 	if !opts.OpsElsewhere {

@@ -1,16 +1,20 @@
 package throttle
 
 import (
+	"context"
 	"sync"
 	"time"
 )
 
-// DefaultLoginTotalLimit is GuardOptions.LoginTotalLimit's default.
-const DefaultLoginTotalLimit = 20
+// Defaults of GuardOptions.
+const (
+	DefaultLoginTotalLimit = 20
+	DefaultMaxWait         = 2 * time.Second
+)
 
-// InFlightRetry is the wait a Guard answers when an attempt is refused only
-// because attempts still being checked would reach a limit if they failed:
-// they finish within a password check, well under a second.
+// InFlightRetry is the wait a Guard answers when an attempt is refused
+// because attempts still being checked would reach a limit if they failed,
+// and they did not finish within GuardOptions.MaxWait.
 const InFlightRetry = time.Second
 
 // GuardOptions configure a Guard. Zero fields take the defaults.
@@ -31,6 +35,11 @@ type GuardOptions struct {
 	Window time.Duration
 	// MaxKeys bounds the keys tracked by each of the three limits.
 	MaxKeys int
+	// MaxWait bounds how long Begin waits for attempts in flight to finish
+	// when they could reach a limit (default DefaultMaxWait): a burst of
+	// logins from one address (set-top boxes behind one NAT starting
+	// together) is checked a limit's worth at a time instead of refused.
+	MaxWait time.Duration
 	Clock   func() time.Time
 }
 
@@ -48,12 +57,17 @@ type Guard struct {
 	pairs     *Keyed[pairKey]
 	addresses *Limiter
 	logins    *Limiter
+	maxWait   time.Duration
 
 	mu sync.Mutex
 	// Attempts begun and not yet finished, per key of each limit.
 	pairsInFlight     map[pairKey]int
 	addressesInFlight map[string]int
 	loginsInFlight    map[string]int
+	// finished is closed (and replaced) when an attempt finishes while
+	// waiting attempts wait for room, waking them.
+	finished chan struct{}
+	waiting  int
 }
 
 // pairKey is a login tried from an address.
@@ -67,14 +81,19 @@ func NewGuard(o GuardOptions) *Guard {
 	if o.LoginTotalLimit <= 0 {
 		o.LoginTotalLimit = DefaultLoginTotalLimit
 	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = DefaultMaxWait
+	}
 	limit := func(n int) Options { return Options{Limit: n, Window: o.Window, MaxKeys: o.MaxKeys, Clock: o.Clock} }
 	return &Guard{
 		pairs:             NewKeyed[pairKey](limit(o.LoginLimit)),
 		addresses:         New(limit(o.AddressLimit)),
 		logins:            New(limit(o.LoginTotalLimit)),
+		maxWait:           o.MaxWait,
 		pairsInFlight:     map[pairKey]int{},
 		addressesInFlight: map[string]int{},
 		loginsInFlight:    map[string]int{},
+		finished:          make(chan struct{}),
 	}
 }
 
@@ -86,46 +105,104 @@ type Attempt struct {
 	key pairKey
 }
 
+// Check reports whether login may be tried from address now, by the
+// failures recorded only: the question for credentials that need no check
+// (verified recently), which cannot fail. When not, retryAfter is how long
+// until it may.
+func (g *Guard) Check(login, address string) (retryAfter time.Duration, ok bool) {
+	if g == nil {
+		return 0, true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	failed, _, wait := g.room(pairKey{login, address})
+	return wait, !failed
+}
+
+// Forget forgets the failures of login from address after a success that
+// needed no attempt (Check, then credentials verified recently).
+func (g *Guard) Forget(login, address string) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pairs.Succeed(pairKey{login, address})
+}
+
 // Begin reports whether an attempt to log in as login from address may be
 // checked now and, when it may, counts it as a failure until it finishes.
-// When it may not, retryAfter is how long until it may (the longest wait
-// of the limits reached).
-func (g *Guard) Begin(login, address string) (a Attempt, retryAfter time.Duration, ok bool) {
+// When failures recorded reach a limit it is refused at once; when only
+// attempts in flight would, were they to fail, it waits for them (at most
+// MaxWait, or until ctx ends) and is refused with InFlightRetry if there is
+// still no room. retryAfter is how long until it may be tried again.
+func (g *Guard) Begin(ctx context.Context, login, address string) (a Attempt, retryAfter time.Duration, ok bool) {
 	if g == nil {
 		return Attempt{}, 0, true
 	}
 	key := pairKey{login, address}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	pairFailed, pairWait := g.pairs.Failures(key)
-	addrFailed, addrWait := g.addresses.Failures(address)
-	retryAfter = max(
-		refusal(pairFailed, g.pairsInFlight[key], g.pairs.Limit(), pairWait),
-		refusal(addrFailed, g.addressesInFlight[address], g.addresses.Limit(), addrWait))
-	if pairFailed > 0 {
-		loginFailed, loginWait := g.logins.Failures(login)
-		retryAfter = max(retryAfter, refusal(loginFailed, g.loginsInFlight[login], g.logins.Limit(), loginWait))
+	var timeout <-chan time.Time
+	for {
+		g.mu.Lock()
+		failed, full, wait := g.room(key)
+		if !failed && !full {
+			g.pairsInFlight[key]++
+			g.addressesInFlight[address]++
+			g.loginsInFlight[login]++
+			g.mu.Unlock()
+			return Attempt{g: g, key: key}, 0, true
+		}
+		if failed {
+			g.mu.Unlock()
+			return Attempt{}, wait, false
+		}
+		finished := g.finished
+		g.waiting++
+		g.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(g.maxWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		woken := false
+		select {
+		case <-finished:
+			woken = true
+		case <-timeout:
+		case <-ctx.Done():
+		}
+		g.mu.Lock()
+		g.waiting--
+		g.mu.Unlock()
+		if !woken {
+			return Attempt{}, InFlightRetry, false
+		}
 	}
-	if retryAfter > 0 {
-		return Attempt{}, retryAfter, false
-	}
-	g.pairsInFlight[key]++
-	g.addressesInFlight[address]++
-	g.loginsInFlight[login]++
-	return Attempt{g: g, key: key}, 0, true
 }
 
-// refusal returns 0 when failed failures and inFlight attempts, were they
-// all to fail, stay below limit; else how long until they may: wait, when
-// the failures alone reach the limit, or InFlightRetry.
-func refusal(failed, inFlight, limit int, wait time.Duration) time.Duration {
-	switch {
-	case failed+inFlight < limit:
-		return 0
-	case failed >= limit:
-		return max(wait, time.Nanosecond)
+// room says whether the failures recorded for key reach a limit (with the
+// wait until they no longer do), and whether they and the attempts in
+// flight would. g.mu is held.
+func (g *Guard) room(key pairKey) (failed, full bool, wait time.Duration) {
+	check := func(failures, inFlight, limit int, until time.Duration) {
+		switch {
+		case failures >= limit:
+			failed, wait = true, max(wait, until, time.Nanosecond)
+		case failures+inFlight >= limit:
+			full = true
+		}
 	}
-	return InFlightRetry
+	pairFailures, pairWait := g.pairs.Failures(key)
+	check(pairFailures, g.pairsInFlight[key], g.pairs.Limit(), pairWait)
+	addrFailures, addrWait := g.addresses.Failures(key.address)
+	check(addrFailures, g.addressesInFlight[key.address], g.addresses.Limit(), addrWait)
+	// Only an address that failed the login itself is held to the login's
+	// total.
+	if pairFailures > 0 {
+		loginFailures, loginWait := g.logins.Failures(key.login)
+		check(loginFailures, g.loginsInFlight[key.login], g.logins.Limit(), loginWait)
+	}
+	return failed, full, wait
 }
 
 // Failed records the attempt as a failure for its login, its address and
@@ -169,11 +246,16 @@ func (a Attempt) Abandoned() {
 	a.g.finish(a.key)
 }
 
-// finish removes an attempt from the in-flight counts; g.mu is held.
+// finish removes an attempt from the in-flight counts and wakes the
+// attempts waiting for room; g.mu is held.
 func (g *Guard) finish(key pairKey) {
 	decrement(g.pairsInFlight, key)
 	decrement(g.addressesInFlight, key.address)
 	decrement(g.loginsInFlight, key.login)
+	if g.waiting > 0 {
+		close(g.finished)
+		g.finished = make(chan struct{})
+	}
 }
 
 // decrement lowers m[key], deleting it at zero so that the maps hold only

@@ -1,6 +1,8 @@
 package throttle
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +14,7 @@ import (
 // let through.
 func fail(t *testing.T, g *Guard, login, address string) {
 	t.Helper()
-	a, wait, ok := g.Begin(login, address)
+	a, wait, ok := g.Begin(context.Background(), login, address)
 	if !ok {
 		t.Fatalf("%s from %s refused (retry after %v), want let through", login, address, wait)
 	}
@@ -21,7 +23,7 @@ func fail(t *testing.T, g *Guard, login, address string) {
 
 func mustBegin(t *testing.T, g *Guard, login, address string) Attempt {
 	t.Helper()
-	a, wait, ok := g.Begin(login, address)
+	a, wait, ok := g.Begin(context.Background(), login, address)
 	if !ok {
 		t.Fatalf("%s from %s refused (retry after %v), want let through", login, address, wait)
 	}
@@ -30,7 +32,7 @@ func mustBegin(t *testing.T, g *Guard, login, address string) Attempt {
 
 func mustRefuseBegin(t *testing.T, g *Guard, login, address string, wantWait time.Duration) {
 	t.Helper()
-	if a, wait, ok := g.Begin(login, address); ok {
+	if a, wait, ok := g.Begin(context.Background(), login, address); ok {
 		a.Abandoned()
 		t.Fatalf("%s from %s let through, want refused", login, address)
 	} else if wait != wantWait {
@@ -96,71 +98,121 @@ func TestGuardSuccessForgetsThePair(t *testing.T) {
 	mustRefuseBegin(t, g, "carol", "10.0.0.1", time.Minute)
 }
 
-// Concurrent attempts count before their check: of many begun together for
-// one login from one address, only the limit's worth is let through, and
-// those that are let through and fail lock the rest out.
+// Concurrent attempts count before their check: of many wrong passwords
+// sent at once for one login from one address, only the limit's worth is
+// checked (the others wait for them, then find the limit reached), and the
+// same for many logins at once from one address.
 func TestGuardCountsAttemptsInFlight(t *testing.T) {
 	clock := testutil.NewClock(t0)
 	g := NewGuard(GuardOptions{LoginLimit: 5, AddressLimit: 20, Clock: clock.Now})
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		admitted []Attempt
-		waits    = map[time.Duration]int{}
-	)
-	start := make(chan struct{})
-	for range 60 {
+	burst := func(n int, login func(i int) string, address string) (checked int, waits map[time.Duration]int) {
+		var mu sync.Mutex
+		waits = map[time.Duration]int{}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				a, wait, ok := g.Begin(context.Background(), login(i), address)
+				if ok {
+					time.Sleep(time.Millisecond) // the password check
+					a.Failed()
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if ok {
+					checked++
+				} else {
+					waits[wait]++
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		return checked, waits
+	}
+	if checked, waits := burst(60, func(int) string { return "root" }, "10.0.0.66"); checked != 5 || waits[time.Minute] != 55 {
+		t.Fatalf("60 at once for one login: %d checked, refusals by retry-after %v; want 5, and 55 for a minute", checked, waits)
+	}
+	if checked, waits := burst(100, func(i int) string { return fmt.Sprint("login", i) }, "10.0.0.77"); checked != 20 || waits[time.Minute] != 80 {
+		t.Fatalf("100 logins at once from one address: %d checked, refusals %v; want 20, and 80 for a minute", checked, waits)
+	}
+}
+
+// A burst of logins that succeed (set-top boxes behind one NAT starting
+// together) waits for room instead of being refused: all are let through.
+func TestGuardLetsConcurrentSuccessesThrough(t *testing.T) {
+	g := NewGuard(GuardOptions{LoginLimit: 5, AddressLimit: 20})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	refused := 0
+	for i := range 200 {
 		wg.Go(func() {
-			<-start
-			a, wait, ok := g.Begin("root", "10.0.0.66")
-			mu.Lock()
-			defer mu.Unlock()
-			if ok {
-				admitted = append(admitted, a)
-			} else {
-				waits[wait]++
+			a, _, ok := g.Begin(context.Background(), fmt.Sprint("box", i%40), "10.0.0.1")
+			if !ok {
+				mu.Lock()
+				refused++
+				mu.Unlock()
+				return
 			}
+			time.Sleep(time.Millisecond)
+			a.Succeeded()
 		})
 	}
-	close(start)
 	wg.Wait()
-	if len(admitted) != 5 || waits[InFlightRetry] != 55 {
-		t.Fatalf("%d let through, refusals by wait %v; want 5, and 55 told to retry in %v", len(admitted), waits, InFlightRetry)
+	if refused != 0 {
+		t.Fatalf("%d of 200 successful logins refused", refused)
 	}
-	for _, a := range admitted {
-		a.Failed()
+	// Waiting is bounded: attempts that never finish leave the next one
+	// refused after MaxWait, told to retry in a second.
+	g = NewGuard(GuardOptions{LoginLimit: 1, MaxWait: 20 * time.Millisecond})
+	mustBegin(t, g, "a", "10.0.0.1")
+	mustRefuseBegin(t, g, "a", "10.0.0.1", InFlightRetry)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, wait, ok := g.Begin(ctx, "a", "10.0.0.1"); ok || wait != InFlightRetry {
+		t.Fatalf("canceled wait: ok=%v retry after %v", ok, wait)
 	}
-	mustRefuseBegin(t, g, "root", "10.0.0.66", time.Minute)
+}
 
-	// A hundred logins at once from one address: the address limit's worth.
-	var n int
-	var attempts []Attempt
-	for i := range 100 {
-		if a, _, ok := g.Begin(string(rune('a'+i%26))+string(rune('a'+i/26)), "10.0.0.77"); ok {
-			n++
-			attempts = append(attempts, a)
-		}
+// Check and Forget serve credentials verified recently: Check looks at
+// failures only, not at attempts in flight.
+func TestGuardCheckAndForget(t *testing.T) {
+	clock := testutil.NewClock(t0)
+	g := NewGuard(GuardOptions{LoginLimit: 2, AddressLimit: 100, Clock: clock.Now})
+	a1, a2 := mustBegin(t, g, "root", "10.0.0.1"), mustBegin(t, g, "root", "10.0.0.1")
+	if _, ok := g.Check("root", "10.0.0.1"); !ok {
+		t.Fatal("Check refused because of attempts in flight")
 	}
-	if n != 20 {
-		t.Fatalf("%d of 100 concurrent logins from one address let through, want 20", n)
+	a1.Failed()
+	a2.Failed()
+	if wait, ok := g.Check("root", "10.0.0.1"); ok || wait != time.Minute {
+		t.Fatalf("Check after two failures: ok=%v wait=%v", ok, wait)
 	}
-	// Abandoned attempts count for nothing.
-	for _, a := range attempts {
-		a.Abandoned()
+	g.Forget("root", "10.0.0.1")
+	if _, ok := g.Check("root", "10.0.0.1"); !ok {
+		t.Fatal("Check refused after Forget")
 	}
-	mustBegin(t, g, "zz", "10.0.0.77").Abandoned()
 }
 
 func TestNilGuardAllowsEverything(t *testing.T) {
 	var g *Guard
 	for range 10 {
-		a, _, ok := g.Begin("x", "y")
+		a, _, ok := g.Begin(context.Background(), "x", "y")
 		if !ok {
 			t.Fatal("a nil guard refused")
 		}
 		a.Failed()
 	}
-	a, _, _ := g.Begin("x", "y")
+	a, _, _ := g.Begin(context.Background(), "x", "y")
 	a.Succeeded()
 	a.Abandoned()
+}
+
+func TestNilGuardChecksNothing(t *testing.T) {
+	var g *Guard
+	if _, ok := g.Check("x", "y"); !ok {
+		t.Fatal("a nil guard refused")
+	}
+	g.Forget("x", "y")
 }

@@ -30,6 +30,7 @@ import (
 	"tvsm/internal/app/query"
 	"tvsm/internal/platform/metrics"
 	"tvsm/internal/platform/schedule"
+	"tvsm/internal/platform/supervise"
 	"tvsm/internal/platform/throttle"
 	"tvsm/projections"
 	"tvsm/projections/readmodel"
@@ -321,6 +322,7 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 	}
 	passwords := httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost, MaxChecks: opts.PasswordChecks})
 	registerPasswordMetrics(opts.Metrics, passwords)
+	metrics.Register(opts.Metrics, panicsCollector{})
 	n.Auth = httpapi.ThrottleLogins(passwords, throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock)))
 	cmds, qs := n.Commands, n.Queries
 	httpapi.Mount(n.Engine, httpapi.API{
@@ -347,6 +349,23 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 		ProfilerElsewhere: opts.OpsListener,
 	})
 	return httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.BasicAuth(n.Auth))
+}
+
+// panicsCollector exports the panics recovered in background work, by
+// component (supervise.Counts).
+type panicsCollector struct{}
+
+var panicsDesc = prometheus.NewDesc("tvsm_panics_total",
+	"Panics recovered in background work (logged with their stacks), by component.", []string{"component"}, nil)
+
+// Describe implements prometheus.Collector.
+func (panicsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- panicsDesc }
+
+// Collect implements prometheus.Collector.
+func (panicsCollector) Collect(ch chan<- prometheus.Metric) {
+	for component, n := range supervise.Counts() {
+		ch <- prometheus.MustNewConstMetric(panicsDesc, prometheus.CounterValue, float64(n), component)
+	}
 }
 
 // registerPasswordMetrics exports the admin password checks made and
@@ -412,13 +431,19 @@ func (n *Node) credentials(login string) (hash string, provider *int64, ok bool)
 	return a.PasswordHash, a.Provider, true
 }
 
-// ready backs /readyz: the read model must have caught up with the log.
+// ready backs /readyz: the read model and the command dispatcher must have
+// caught up with the log, and must not be stuck on a panic (they retry,
+// and report ready again once a batch goes through).
 func (n *Node) ready(context.Context) error {
-	if !n.Runner.Stats().CaughtUp {
+	switch {
+	case !n.Runner.Stats().CaughtUp:
 		return errors.New("read model catching up")
-	}
-	if !n.Dispatcher.CaughtUp() {
+	case !n.Dispatcher.CaughtUp():
 		return errors.New("command dispatcher catching up")
+	case n.Runner.Stats().Panicked:
+		return errors.New("read model projection panicked; retrying (see the log)")
+	case n.Dispatcher.Panicked():
+		return errors.New("command dispatcher panicked; retrying (see the log)")
 	}
 	return nil
 }
