@@ -28,6 +28,7 @@ import (
 	"tvsm/internal/platform/throttle"
 	"tvsm/internal/wiring/node"
 	"tvsm/projections/stats"
+	"tvsm/wsgateway"
 )
 
 // Superadmin credentials every Env starts with.
@@ -84,6 +85,8 @@ type Options struct {
 	// sets AllowedNetworks (non-nil, empty for none), billing may be
 	// reached on loopback, where billingtest servers listen.
 	Billing node.BillingOptions
+	// Sockets configures the device websocket hub (node.Options.Sockets).
+	Sockets wsgateway.Options
 	// Stats and StatsName choose the statistics fact store (default the
 	// embedded one in Dir), as node.Options does.
 	Stats     stats.FactStore
@@ -137,7 +140,7 @@ func StartWith(t testing.TB, o Options) *Env {
 		BcryptCost: bcrypt.MinCost, Clock: o.Clock,
 		AdminLogins: generous(o.AdminLogins), DeviceLogins: generous(o.DeviceLogins), DeviceTokenTTL: o.DeviceTokenTTL,
 		PasswordChecks: cmp.Or(o.PasswordChecks, 64),
-		Timers:         o.Timers, Billing: o.Billing, NodeName: "test",
+		Timers:         o.Timers, Billing: o.Billing, NodeName: "test", Sockets: o.Sockets,
 		Stats: o.Stats, StatsName: o.StatsName,
 	})
 	if err != nil {
