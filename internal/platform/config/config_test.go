@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -373,4 +374,27 @@ func TestDocsNameEverySetting(t *testing.T) {
 			t.Errorf("docs/configuration.md does not give the default %q of %s", def, s.key)
 		}
 	}
+}
+
+// FuzzParseNetworks: whatever the list, ParseNetworks does not panic, and
+// what it accepts is written back (FormatNetworks) to the same networks.
+func FuzzParseNetworks(f *testing.F) {
+	for _, seed := range []string{"10.0.0.0/8,127.0.0.0/8", " 127.0.0.1 , ::1 ", "::ffff:10.0.0.0/104", "10.0.0/8", "", ",", "fe80::/10%eth0", "1.2.3.4/33"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		nets, err := ParseNetworks(v)
+		if err != nil {
+			return
+		}
+		again, err := ParseNetworks(FormatNetworks(nets))
+		if err != nil || !slices.Equal(again, nets) {
+			t.Fatalf("ParseNetworks(%q) = %v, written %q, read back %v, %v", v, nets, FormatNetworks(nets), again, err)
+		}
+		for _, n := range nets {
+			if !n.IsValid() || n != n.Masked() || n.Addr().Is4In6() {
+				t.Fatalf("ParseNetworks(%q) holds %v", v, n)
+			}
+		}
+	})
 }

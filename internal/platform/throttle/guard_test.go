@@ -216,3 +216,62 @@ func TestNilGuardChecksNothing(t *testing.T) {
 	}
 	g.Forget("x", "y")
 }
+
+// FuzzGuard drives a guard with a byte string, one operation a byte (the
+// low three bits: begin, fail, succeed, abandon, check, forget, a clock
+// step; the upper five: which of 4 logins from which of 4 addresses, or
+// the step's length). Whatever the operations: no panic; a begun attempt
+// is let through only while failures and attempts in flight of its login
+// and address stay below the limit; refusals say when to retry; and once
+// every attempt has finished, nothing is left in flight.
+func FuzzGuard(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1 << 3, 1, 1, 1, 6 | 15<<3, 0, 2, 3})
+	f.Add([]byte{0, 8, 16, 24, 32, 40, 1, 1, 1, 1, 1, 1, 0, 4, 5, 6 | 31<<3, 0})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		const limit = 3
+		now := t0
+		g := NewGuard(GuardOptions{LoginLimit: limit, AddressLimit: 5, LoginTotalLimit: 4, Window: 10 * time.Second, MaxKeys: 8,
+			Clock: func() time.Time { return now }})
+		canceled, cancel := context.WithCancel(context.Background())
+		cancel() // Begin never waits here: refused at once when full
+		var open []Attempt
+		for _, op := range ops {
+			arg := int(op >> 3)
+			login, addr := fmt.Sprint("l", arg%4), fmt.Sprint("a", arg/4%4)
+			switch op & 7 {
+			case 0:
+				inFlight := g.pairsInFlight[pairKey{login, addr}]
+				failures, _ := g.pairs.Failures(pairKey{login, addr})
+				a, wait, ok := g.Begin(canceled, login, addr)
+				switch {
+				case ok && failures+inFlight >= limit:
+					t.Fatalf("%s from %s let through with %d failures and %d in flight", login, addr, failures, inFlight)
+				case !ok && wait <= 0:
+					t.Fatalf("%s from %s refused without a wait", login, addr)
+				case ok:
+					open = append(open, a)
+				}
+			case 1, 2, 3:
+				if len(open) == 0 {
+					continue
+				}
+				i := arg % len(open)
+				a := open[i]
+				open = append(open[:i], open[i+1:]...)
+				[]func(){a.Failed, a.Succeeded, a.Abandoned}[op&7-1]()
+			case 4:
+				g.Check(login, addr)
+			case 5:
+				g.Forget(login, addr)
+			default:
+				now = now.Add(time.Duration(arg%16) * time.Second)
+			}
+		}
+		for _, a := range open {
+			a.Abandoned()
+		}
+		if len(g.pairsInFlight)+len(g.addressesInFlight)+len(g.loginsInFlight) != 0 {
+			t.Fatalf("left in flight: %v %v %v", g.pairsInFlight, g.addressesInFlight, g.loginsInFlight)
+		}
+	})
+}

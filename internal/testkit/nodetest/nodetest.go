@@ -67,6 +67,9 @@ type Options struct {
 	// login a minute), so that tests failing logins on purpose are not
 	// throttled; tests of the throttle set their own.
 	AdminLogins, DeviceLogins throttle.GuardOptions
+	// BcryptCost hashes admin passwords (default bcrypt.MinCost, to keep
+	// tests fast; benchmarks of logins pass bcrypt.DefaultCost).
+	BcryptCost int
 	// PasswordChecks bounds the admin password checks at once
 	// (node.Options.PasswordChecks). Zero is generous here (64), so that
 	// tests logging in concurrently are not refused; tests of the bound set
@@ -111,7 +114,7 @@ func generous(o throttle.GuardOptions) throttle.GuardOptions {
 func Start(t testing.TB) *Env { return StartWith(t, Options{}) }
 
 // StartWith starts a node and stops it (and closes its store) when the test
-// ends. Passwords are hashed at bcrypt's minimum cost to keep tests fast.
+// ends. Passwords are hashed at bcrypt's minimum cost unless o says.
 func StartWith(t testing.TB, o Options) *Env {
 	t.Helper()
 	if o.Dir == "" {
@@ -137,7 +140,7 @@ func StartWith(t testing.TB, o Options) *Env {
 	n, err := node.Start(ctx, store, node.Options{
 		DataDir: filepath.Join(o.Dir, "node"), Logger: o.Logger,
 		AdminLogin: SuperLogin, AdminPassword: SuperPassword,
-		BcryptCost: bcrypt.MinCost, Clock: o.Clock,
+		BcryptCost: cmp.Or(o.BcryptCost, bcrypt.MinCost), Clock: o.Clock,
 		AdminLogins: generous(o.AdminLogins), DeviceLogins: generous(o.DeviceLogins), DeviceTokenTTL: o.DeviceTokenTTL,
 		PasswordChecks: cmp.Or(o.PasswordChecks, 64),
 		Timers:         o.Timers, Billing: o.Billing, NodeName: "test", Sockets: o.Sockets,
