@@ -115,22 +115,8 @@ func TestServeListenFailure(t *testing.T) {
 // TestServe runs `tvsm serve` in-process on a free port with a fresh data
 // directory, checks it answers over real HTTP, then stops it like SIGTERM.
 func TestServe(t *testing.T) {
-	isolateEnv(t)
-	t.Setenv("TVSM_ADMIN_PASSWORD", "s3cret-root")
 	data := filepath.Join(t.TempDir(), "data") // does not exist yet: serve creates it
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	stderr := &testutil.SyncBuffer{}
-	exited := make(chan int, 1)
-	go func() {
-		exited <- run(ctx, []string{"serve",
-			"--http", "127.0.0.1:0", "--data", data,
-			"--log-format", "json", "--shutdown-timeout", "5s",
-			"--admin-login", "root", "--admin-login-failures", "2",
-		}, io.Discard, stderr)
-	}()
-
+	stderr, exited, cancel := startServe(t, "--http", "127.0.0.1:0", "--data", data, "--admin-login-failures", "2")
 	addr := waitForListening(t, stderr, exited)
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get("http://" + addr + "/healthz")
@@ -182,6 +168,22 @@ func TestServe(t *testing.T) {
 	}
 }
 
+// startServe runs `tvsm serve` in-process with args, a JSON log, a 5 s
+// shutdown timeout and the superadmin root (password s3cret-root), until
+// cancel (what SIGINT/SIGTERM do) or the test's end. It returns the log
+// and the exit code's channel.
+func startServe(t *testing.T, args ...string) (stderr *testutil.SyncBuffer, exited chan int, cancel func()) {
+	t.Helper()
+	isolateEnv(t)
+	t.Setenv("TVSM_ADMIN_PASSWORD", "s3cret-root")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stderr, exited = &testutil.SyncBuffer{}, make(chan int, 1)
+	args = append([]string{"serve", "--log-format", "json", "--shutdown-timeout", "5s", "--admin-login", "root"}, args...)
+	go func() { exited <- run(ctx, args, io.Discard, stderr) }()
+	return stderr, exited, cancel
+}
+
 // waitForListening reads the JSON log until the "listening" line and returns
 // its address (port 0 was asked for, so only the log knows it).
 func waitForListening(t *testing.T, log *testutil.SyncBuffer, exited <-chan int) string {
@@ -220,18 +222,7 @@ func waitForListeners(t *testing.T, log *testutil.SyncBuffer, exited <-chan int,
 // on the operators' listener only; the API's listener, which devices
 // reach, answers 404 for them. The probes answer on both.
 func TestServeOpsListener(t *testing.T) {
-	isolateEnv(t)
-	t.Setenv("TVSM_ADMIN_PASSWORD", "s3cret-root")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stderr := &testutil.SyncBuffer{}
-	exited := make(chan int, 1)
-	go func() {
-		exited <- run(ctx, []string{"serve",
-			"--http", "127.0.0.1:0", "--ops-http", "127.0.0.1:0", "--data", t.TempDir(),
-			"--log-format", "json", "--shutdown-timeout", "5s", "--admin-login", "root",
-		}, io.Discard, stderr)
-	}()
+	stderr, exited, cancel := startServe(t, "--http", "127.0.0.1:0", "--ops-http", "127.0.0.1:0", "--data", t.TempDir())
 	addrs := waitForListeners(t, stderr, exited, 2)
 	client := &http.Client{Timeout: 5 * time.Second}
 	get := func(addr, path string, auth bool) (int, string) {

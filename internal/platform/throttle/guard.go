@@ -208,16 +208,11 @@ func (g *Guard) room(key pairKey) (failed, full bool, wait time.Duration) {
 // Failed records the attempt as a failure for its login, its address and
 // the pair of both.
 func (a Attempt) Failed() {
-	if a.g == nil {
-		return
-	}
-	g := a.g
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.finish(a.key)
-	g.pairs.Fail(a.key)
-	g.addresses.Fail(a.key.address)
-	g.logins.Fail(a.key.login)
+	a.end(func(g *Guard) {
+		g.pairs.Fail(a.key)
+		g.addresses.Fail(a.key.address)
+		g.logins.Fail(a.key.login)
+	})
 }
 
 // Succeeded records a successful login: the failures of the login from
@@ -225,25 +220,26 @@ func (a Attempt) Failed() {
 // would let its holder reset the address limit between guesses at other
 // logins; so are the login's from other addresses.
 func (a Attempt) Succeeded() {
-	if a.g == nil {
-		return
-	}
-	g := a.g
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.finish(a.key)
-	g.pairs.Succeed(a.key)
+	a.end(func(g *Guard) { g.pairs.Succeed(a.key) })
 }
 
 // Abandoned releases an attempt whose credentials could not be checked (the
 // check itself failed, or the caller went away): it counts as nothing.
-func (a Attempt) Abandoned() {
-	if a.g == nil {
+func (a Attempt) Abandoned() { a.end(nil) }
+
+// end takes the attempt out of flight and records its outcome (record,
+// unless nil) under the guard's lock.
+func (a Attempt) end(record func(*Guard)) {
+	g := a.g
+	if g == nil {
 		return
 	}
-	a.g.mu.Lock()
-	defer a.g.mu.Unlock()
-	a.g.finish(a.key)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.finish(a.key)
+	if record != nil {
+		record(g)
+	}
 }
 
 // finish removes an attempt from the in-flight counts and wakes the
