@@ -2,6 +2,7 @@ package domain
 
 import (
 	"errors"
+	"net/url"
 	"time"
 )
 
@@ -225,10 +226,16 @@ func createProvider(s Provider, c CreateProvider) ([]Event, error) {
 }
 
 // checkBilling validates billing settings as a whole: a stored URL is always
-// a valid one, and resolving needs both a URL and a token.
+// a valid one, without user information (the proxy would send it to
+// billing as Basic authorisation), and resolving needs both a URL and a
+// token.
 func checkBilling(p *problems, b Billing) {
 	if b.URL != "" || b.Resolve {
-		p.addErr(billingURLField, ValidateHTTPURL(b.URL))
+		if err := ValidateHTTPURL(b.URL); err != nil {
+			p.addErr(billingURLField, err)
+		} else if u, _ := url.Parse(b.URL); u.User != nil {
+			p.add(billingURLField, "must not contain user information (user:password@)")
+		}
 	}
 	p.add(billingTokenField, billingTokenRule.check(b.Token))
 	if b.Resolve && b.Token == "" {

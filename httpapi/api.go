@@ -31,6 +31,9 @@ type API struct {
 	// Billing configures the billing proxy under /api/device/billing (its
 	// Identity defaults to the device of the token); nil leaves it out.
 	Billing *BillingOptions
+	// ProfilerElsewhere leaves the profiler out of /api/admin: NewOps
+	// serves it on the operators' listener.
+	ProfilerElsewhere bool
 }
 
 // Mount adds the Provider API (/api/provider) and the Admin API (/api/admin)
@@ -40,7 +43,9 @@ func Mount(engine *gin.Engine, api API) {
 	auth := BasicAuth(api.Auth)
 	admin := engine.Group("/api/admin", auth)
 	mountAdmin(admin, api.Admin, api.Idempotency)
-	mountDebug(admin)
+	if !api.ProfilerElsewhere {
+		mountDebug(admin)
+	}
 	mountProvider(engine.Group("/api/provider", auth), api.Provider, api.Idempotency)
 	mountDevice(engine.Group("/api/device"), api.Device, api.Sockets, api.DeviceLogins)
 	if api.Billing != nil && api.Device.Sessions != nil {

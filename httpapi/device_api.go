@@ -169,30 +169,54 @@ func (h *deviceHandlers) login(c *gin.Context) {
 	in.RequestID = RequestID(c.Request.Context())
 	in.Address = c.ClientIP()
 	login, addr := strconv.FormatInt(in.Provider, 10)+"/"+in.Login, c.ClientIP()
-	if ok, wait := h.logins.Allow(login, addr); !ok {
-		writeAuthError(c, Throttled(wait))
-		return
-	}
-	s, err := h.api.Writes.Login(c.Request.Context(), in)
-	var limit *domain.DeviceLimitError
+	s, err := h.throttledLogin(c.Request.Context(), login, addr, in)
+	var (
+		limit     *domain.DeviceLimitError
+		throttled *ThrottledError
+	)
 	switch {
+	case errors.As(err, &throttled):
+		writeAuthError(c, err)
+		return
 	case errors.Is(err, command.ErrBadDeviceCredentials):
-		h.logins.Fail(login, addr)
 		WriteError(c, Unauthorized("invalid provider, login or password"))
 		return
 	case errors.As(err, &limit):
-		h.logins.Succeed(login)
 		writeDeviceLimit(c, limit)
 		return
 	case err != nil:
 		WriteError(c, err)
 		return
 	}
-	h.logins.Succeed(login)
 	c.JSON(http.StatusOK, deviceLoginAnswer{
 		Token: s.Token, AccountID: s.Account, DeviceID: s.Device,
 		ServicesAvailable: s.ServicesAvailable, Message: s.Message, Expires: wire.NewDateTime(s.Expires, nil),
 	})
+}
+
+// throttledLogin logs the device in unless the login guard refuses the
+// attempt (a *ThrottledError), and records the outcome with the guard: a
+// refusal by the device limit is a success, since the password matched.
+func (h *deviceHandlers) throttledLogin(ctx context.Context, login, addr string, in command.DeviceLoginInput) (command.DeviceSession, error) {
+	attempt, wait, ok := h.logins.Begin(ctx, login, addr)
+	if !ok {
+		return command.DeviceSession{}, Throttled(wait)
+	}
+	var (
+		s        command.DeviceSession
+		err      error
+		returned bool
+	)
+	defer func() {
+		outcome := err
+		if limit := (*domain.DeviceLimitError)(nil); errors.As(err, &limit) {
+			outcome = nil
+		}
+		finishAttempt(attempt, returned, outcome, command.ErrBadDeviceCredentials)
+	}()
+	s, err = h.api.Writes.Login(ctx, in)
+	returned = true
+	return s, err
 }
 
 // decodeDeviceLogin reads a login body; type errors and missing fields are

@@ -307,6 +307,36 @@ func TestDeviceMovesBetweenAccounts(t *testing.T) {
 	}
 }
 
+// A unique id is scoped to its provider: a login to provider A with the
+// unique id of a device bound under provider B binds a device of A and
+// leaves B's device, its token and its admin's view, as they were.
+func TestDeviceOfAnotherProviderIsNotTakenOver(t *testing.T) {
+	r := newDevRig(t, nodetest.Options{})
+	theirs := r.loginOK(t, r.login, "shared-serial")
+	intruderProvider := r.create(t, "/api/admin/providers", map[string]any{"name": "Intruder ISP"})
+	r.create(t, "/api/provider/accounts", map[string]any{
+		"login": "intruder", "pin_md5": md5hex(devPassword), "fullname": "Intruder", "provider": intruderProvider,
+	})
+	status, body := r.env.Do(t, http.MethodPost, "/api/device/login", "", "", map[string]any{
+		"provider": intruderProvider, "login": "intruder", "password_md5": md5hex(devPassword),
+		"device": map[string]any{"unique_id": "shared-serial", "class": "stb"},
+	})
+	if status != http.StatusOK {
+		t.Fatalf("login to the other provider: %d %s", status, body)
+	}
+	var ours devLogin
+	if err := json.Unmarshal(body, &ours); err != nil || ours.DeviceID == theirs.DeviceID {
+		t.Fatalf("the other provider's login got device %d, the first provider's is %d (%v)", ours.DeviceID, theirs.DeviceID, err)
+	}
+	if status, body := r.deviceDo(t, http.MethodGet, "/api/device/channels", theirs.Token, nil); status != http.StatusOK {
+		t.Fatalf("the first provider's device token after the other login: %d %s", status, body)
+	}
+	status, body = r.env.Super(t, http.MethodGet, fmt.Sprintf("/api/provider/devices?provider=%d&unique_id=shared-serial", r.provider), nil)
+	if list := decodeObj(t, body).list(t); status != http.StatusOK || len(list) != 1 || list[0].id(t) != theirs.DeviceID || list[0].int(t, "account") != r.account {
+		t.Fatalf("the first provider's devices with the unique id: %d %s", status, body)
+	}
+}
+
 func TestDeviceLoginThrottled(t *testing.T) {
 	clock := testutil.NewClock(time.Now().UTC())
 	r := newDevRig(t, nodetest.Options{Clock: clock.Now,

@@ -40,24 +40,64 @@ type Options struct {
 	// an account create's CPU, formatting alone), and the metrics at
 	// /metrics count every request by route and status anyway.
 	AccessLog bool
+	// OpsElsewhere leaves /metrics out of the engine: NewOps serves it, with
+	// the profiler, on a listener of its own that devices do not reach.
+	// (Mount leaves the profiler out when API.ProfilerElsewhere is set.)
+	OpsElsewhere bool
+}
+
+// withDefaults fills in the defaults of opts' nil fields.
+func (opts Options) withDefaults() Options {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = prometheus.NewRegistry()
+	}
+	if opts.Ready == nil {
+		opts.Ready = func(context.Context) error { return nil }
+	}
+	return opts
 }
 
 // New builds the engine with the middleware and operational routes. API
 // handlers are added to it by the packages that own them.
 func New(opts Options) *gin.Engine {
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.Default()
+	opts = opts.withDefaults()
+	engine := newGin()
+	// Order matters: the request log and metrics wrap recovery so they see
+	// the 500 it writes.
+	engine.Use(
+		requestIDMiddleware(),
+		requestLogMiddleware(opts.Logger, opts.AccessLog),
+		newHTTPMetrics(opts.Metrics).middleware(),
+		recoveryMiddleware(opts.Logger),
+		textMiddleware(),
+	)
+	mountProbes(engine, opts.Ready)
+	if !opts.OpsElsewhere {
+		engine.GET("/metrics", metricsHandler(opts.Metrics, opts.Logger))
 	}
-	registry := opts.Metrics
-	if registry == nil {
-		registry = prometheus.NewRegistry()
-	}
-	ready := opts.Ready
-	if ready == nil {
-		ready = func(context.Context) error { return nil }
-	}
+	return engine
+}
 
+// NewOps builds the engine of the operators' listener: /metrics, /healthz,
+// /readyz and Go's profiler under /debug/pprof/, without authentication
+// (the listener's address is what keeps them private). Its requests are
+// logged as the main engine's are, not counted: scrapes would count
+// themselves.
+func NewOps(opts Options) *gin.Engine {
+	opts = opts.withDefaults()
+	engine := newGin()
+	engine.Use(requestIDMiddleware(), requestLogMiddleware(opts.Logger, opts.AccessLog), recoveryMiddleware(opts.Logger))
+	mountProbes(engine, opts.Ready)
+	engine.GET("/metrics", metricsHandler(opts.Metrics, opts.Logger))
+	mountProfiler(engine.Group("/debug/pprof"))
+	return engine
+}
+
+// newGin returns a bare engine set up as every tvsm listener's.
+func newGin() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()
 	// Never redirect: curl and PHP clients that do not follow a 301 or 307
@@ -71,26 +111,26 @@ func New(opts Options) *gin.Engine {
 	// Take the client address from the connection, not from X-Forwarded-For
 	// headers anyone can send. (A trusted-proxy setting can come later.)
 	_ = engine.SetTrustedProxies(nil)
+	engine.NoRoute(noRoute)
+	return engine
+}
 
-	// Order matters: the request log and metrics wrap recovery so they see
-	// the 500 it writes.
-	engine.Use(
-		requestIDMiddleware(),
-		requestLogMiddleware(logger, opts.AccessLog),
-		newHTTPMetrics(registry).middleware(),
-		recoveryMiddleware(logger),
-	)
-
+// mountProbes adds /healthz and /readyz.
+func mountProbes(engine *gin.Engine, ready ReadinessFunc) {
 	engine.GET("/healthz", healthz)
 	engine.GET("/readyz", readyz(ready))
-	engine.GET("/metrics", gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{
+}
+
+// metricsHandler serves registry in Prometheus's formats.
+func metricsHandler(registry MetricsRegistry, logger *slog.Logger) gin.HandlerFunc {
+	return gin.WrapH(promhttp.HandlerFor(registry, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelError),
 		ErrorHandling: promhttp.ContinueOnError,
-	})))
-	engine.NoRoute(func(c *gin.Context) {
-		WriteError(c, NotFound("no route "+c.Request.Method+" "+c.Request.URL.Path))
-	})
-	return engine
+	}))
+}
+
+func noRoute(c *gin.Context) {
+	WriteError(c, NotFound("no route "+c.Request.Method+" "+c.Request.URL.Path))
 }
 
 // Handler serves engine with every path answered the same with and without

@@ -162,6 +162,8 @@ func AsError(err error) *Error {
 		return wrapped(&Error{Status: http.StatusUnprocessableEntity, Code: CodeIdempotencyMismatch, Cause: err.Error()}, err)
 	case errors.Is(err, app.ErrInvalidIdempotencyKey):
 		return wrapped(BadRequest(err.Error()), err)
+	case errors.Is(err, ErrPasswordChecksBusy):
+		return wrapped(Unavailable(err.Error()+"; retry in 1 s"), err)
 	case errors.Is(err, app.ErrReadModelLag):
 		return wrapped(Unavailable(err.Error()), err)
 	case errors.Is(err, eventstore.ErrWrongExpectedRevision):

@@ -11,6 +11,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/internal/platform/supervise"
 )
 
 // Defaults of RunnerOptions.
@@ -93,6 +94,7 @@ type Runner struct {
 	reconnects    atomic.Uint64
 	caughtUp      atomic.Bool
 	replaying     atomic.Bool
+	panicked      atomic.Bool
 
 	mu        sync.Mutex
 	lastErr   error
@@ -150,6 +152,7 @@ func (r *Runner) Stats() Stats {
 		Replaying:     r.replaying.Load(),
 		Reconnects:    r.reconnects.Load(),
 		LastBatch:     lastBatch,
+		Panicked:      r.panicked.Load(),
 	}
 	if lastErr != nil {
 		s.LastError = lastErr.Error()
@@ -187,7 +190,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.replaying.Store(st.replaying)
 	defer r.replaying.Store(false)
 	for {
-		err := r.session(ctx, st)
+		err := r.guardedSession(ctx, st)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -206,6 +209,14 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		r.reconnects.Add(1)
 	}
+}
+
+// guardedSession is session with a panic outside the handler (the store's
+// subscription, the runner itself) recovered, logged and counted, and
+// returned as its error: the session's own cleanup has run by then.
+func (r *Runner) guardedSession(ctx context.Context, st *runState) (err error) {
+	defer supervise.Recover(r.log, r.component(), func(p *supervise.Panic) { err = p })
+	return r.session(ctx, st)
 }
 
 // session loads the checkpoint if needed, subscribes after it and handles
@@ -237,10 +248,14 @@ func (r *Runner) session(ctx context.Context, st *runState) error {
 	}
 	defer sub.Close()
 	r.log.Debug("subscribed", "after", after.String(), "mode", r.mode(st).String())
+	// A panic of a helper goroutine ends the session, which is then
+	// resubscribed as after any failure.
+	endSession := func(p *supervise.Panic) { cancel(p) }
 	if every := r.opts.CheckpointEvery; every > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer supervise.Recover(r.log, r.component(), endSession)
 			r.saveEvery(subCtx, st, every)
 		}()
 	}
@@ -250,6 +265,7 @@ func (r *Runner) session(ctx context.Context, st *runState) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer supervise.Recover(r.log, r.component(), endSession)
 			r.watchdog(subCtx, hr, &recvSince, cancel)
 		}()
 	}
@@ -261,7 +277,8 @@ func (r *Runner) session(ctx context.Context, st *runState) error {
 		b, err := sub.Recv(subCtx)
 		recvSince.Store(0)
 		if err != nil {
-			if cause := context.Cause(subCtx); errors.Is(cause, errStalled) {
+			var p *supervise.Panic
+			if cause := context.Cause(subCtx); errors.Is(cause, errStalled) || errors.As(cause, &p) {
 				return fmt.Errorf("projections: %s: %w", r.name, cause)
 			}
 			return fmt.Errorf("projections: %s: receive after %v: %w", r.name, st.appliedPos(), err)
@@ -337,7 +354,7 @@ func (r *Runner) handle(ctx context.Context, st *runState, b eventstore.Batch) e
 	if n := len(b.Events); n > 0 {
 		mode := r.mode(st)
 		last := b.Events[n-1].Position
-		if err := r.h.Apply(ctx, r.dec.Decode(b.Events), mode); err != nil {
+		if err := r.apply(ctx, b.Events, mode); err != nil {
 			return fmt.Errorf("projections: %s: apply %d events up to %v (%v): %w", r.name, n, last, mode, err)
 		}
 		r.eventsApplied.Add(uint64(n))
@@ -346,6 +363,7 @@ func (r *Runner) handle(ctx context.Context, st *runState, b eventstore.Batch) e
 		}
 	}
 	r.batches.Add(1)
+	r.panicked.Store(false)
 	r.mu.Lock()
 	r.lastBatch = time.Now()
 	r.mu.Unlock()
@@ -379,6 +397,25 @@ func (r *Runner) handle(ctx context.Context, st *runState, b eventstore.Batch) e
 	}
 	return nil
 }
+
+// apply hands events to the handler. A panic of the handler is recovered,
+// logged with its stack and counted (supervise), and returned as the
+// error: the runner resubscribes after the last applied position, as after
+// any failure, and reports Panicked until a batch is applied. So does a
+// handler that returns a panic it recovered on a goroutine of its own.
+func (r *Runner) apply(ctx context.Context, events []eventstore.RecordedEvent, mode Mode) (err error) {
+	defer func() { // runs after Recover below has set err
+		var p *supervise.Panic
+		if errors.As(err, &p) {
+			r.panicked.Store(true)
+		}
+	}()
+	defer supervise.Recover(r.log, r.component(), func(p *supervise.Panic) { err = p })
+	return r.h.Apply(ctx, r.dec.Decode(events), mode)
+}
+
+// component names the runner in panic logs and metrics.
+func (r *Runner) component() string { return "projection/" + r.name }
 
 // save stores the applied position as the checkpoint if it moved. It runs
 // even when shutdown has begun: the work is applied and must not be redone.

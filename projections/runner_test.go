@@ -8,11 +8,13 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"tvsm/eventstore"
+	"tvsm/internal/platform/supervise"
 )
 
 func TestRunnerAppliesEverythingOnceInOrder(t *testing.T) {
@@ -499,4 +501,46 @@ func TestRunnerMinBatchIntervalSpacesLiveBatchesOnly(t *testing.T) {
 	if d := time.Since(stopped); d > every {
 		t.Errorf("stop took %v, longer than the batch interval %v", d, every)
 	}
+}
+
+// A handler that panics does not take the runner down: the panic is
+// recovered, logged and counted, the runner reports Panicked and
+// resubscribes after what was applied, as after an error, until a batch
+// goes through; nothing is lost or applied twice.
+func TestRunnerRecoversHandlerPanic(t *testing.T) {
+	s := openStore(t)
+	last := appendEvents(t, s, "account-1", 30)
+	fs := &faultyStore{Store: s, wrap: func(_ int, sub eventstore.Subscription) eventstore.Subscription {
+		return &splitSub{Subscription: sub, size: 8}
+	}}
+	h := newTestHandler("panicky.v1")
+	release := make(chan struct{})
+	h.fail = func(call int, _ []eventstore.RecordedEvent) error {
+		if call >= 2 {
+			select {
+			case <-release:
+			default:
+				panic("projection bug")
+			}
+		}
+		return nil
+	}
+	before := supervise.Counts()["projection/panicky.v1"]
+	opts := fastOptions(t)
+	opts.BackoffBase, opts.BackoffMax = 2*time.Millisecond, 10*time.Millisecond
+	r := NewRunner(fs, testEvents, h, fileCheckpoints(t), opts)
+	startRunner(t, r)
+	eventually(t, "panics counted and reported", func() bool {
+		return supervise.Counts()["projection/panicky.v1"] >= before+2 && r.Stats().Panicked
+	})
+	if st := r.Stats(); !strings.Contains(st.LastError, "panic: projection bug") || st.Position != pos(8) {
+		t.Fatalf("stats while panicking %+v; want the panic as last error, position 8", st)
+	}
+	close(release)
+	waitApplied(t, r, last)
+	if st := r.Stats(); st.Panicked {
+		t.Fatalf("still Panicked after applying batches: %+v", st)
+	}
+	_, deliveries, _ := h.snapshot()
+	assertInOrderOnce(t, deliveries, positions(0, 30))
 }

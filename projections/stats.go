@@ -25,6 +25,11 @@ type Stats struct {
 	Reconnects uint64
 	// LastError is the most recent failure, "" when there was none.
 	LastError string
+	// Panicked is set when the handler panicked (the panic was recovered,
+	// logged and counted, and the runner resubscribes as after any failure)
+	// and no batch has been applied since: the projection is stuck, which
+	// readiness reports.
+	Panicked bool
 	// LastBatch is when the last batch was handled (zero before the first).
 	LastBatch time.Time
 }

@@ -1,6 +1,7 @@
 package wsgateway
 
 import (
+	"log/slog"
 	"net/http"
 	"time"
 )
@@ -61,12 +62,19 @@ type Options struct {
 	// Clock stamps Conn.ConnectedAt (default time.Now); tests inject one to
 	// check delivery rules that depend on connection time.
 	Clock func() time.Time
+	// Logger receives the panics recovered in a connection's goroutines
+	// and hooks (default slog.Default()); such a connection is closed with
+	// ReasonInternalError, the others go on.
+	Logger *slog.Logger
 }
 
 // withDefaults returns o with zero fields replaced by defaults.
 func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = DefaultQueueSize

@@ -35,7 +35,7 @@ func (h *Hub) Upgrade(w http.ResponseWriter, r *http.Request, id Identity) error
 		return ErrClosed
 	}
 	if h.opts.OnOpen != nil {
-		h.opts.OnOpen(c)
+		c.hook(func() { h.opts.OnOpen(c) })
 	}
 	c.start()
 	return nil

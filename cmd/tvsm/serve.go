@@ -17,6 +17,7 @@ import (
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
 	"tvsm/eventstore/esdb"
+	"tvsm/httpapi"
 	"tvsm/internal/platform/config"
 	"tvsm/internal/platform/logging"
 	"tvsm/internal/platform/metrics"
@@ -68,7 +69,7 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 		return err
 	}
 	opened.push("node", n.Close)
-	return serveHTTP(ctx, cfg, n.Handler(), logger)
+	return serveHTTP(ctx, cfg, endpoints(cfg, n), logger)
 }
 
 // closeStack closes what runNode opened, newest first, so that the node
@@ -115,9 +116,16 @@ func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, stor
 		StatsName:             statsName(facts),
 		Billing: node.BillingOptions{
 			Enabled: cfg.HasFeature(config.FeatureBilling), HeaderPrefix: cfg.BillingHeaderPrefix, Timeout: cfg.BillingTimeout,
+			AllowedNetworks: cfg.BillingAllowedNetworks,
 		},
-		AdminLogins:  throttle.GuardOptions{LoginLimit: cfg.AdminLoginFailures, AddressLimit: cfg.AdminAddressFailures},
-		DeviceLogins: throttle.GuardOptions{LoginLimit: cfg.DeviceLoginFailures, AddressLimit: cfg.DeviceAddressFailures},
+		AdminLogins: throttle.GuardOptions{
+			LoginLimit: cfg.AdminLoginFailures, AddressLimit: cfg.AdminAddressFailures, LoginTotalLimit: cfg.AdminLoginTotalFailures,
+		},
+		DeviceLogins: throttle.GuardOptions{
+			LoginLimit: cfg.DeviceLoginFailures, AddressLimit: cfg.DeviceAddressFailures, LoginTotalLimit: cfg.DeviceLoginTotalFailures,
+		},
+		PasswordChecks: cfg.PasswordChecks,
+		OpsListener:    cfg.OpsHTTPAddr != "",
 	})
 	if err != nil {
 		return nil, err
@@ -131,51 +139,88 @@ func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, stor
 	return n, nil
 }
 
-// serveHTTP serves handler on cfg.HTTPAddr until ctx ends, then shuts the
-// server down. It returns early if the server fails.
-func serveHTTP(ctx context.Context, cfg config.Config, handler http.Handler, logger *slog.Logger) error {
-	listener, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
-	}
-	server := newHTTPServer(handler, logger)
-	served := make(chan error, 1)
-	go func() { served <- server.Serve(listener) }()
-	logger.Info("listening", "addr", listener.Addr().String())
-
-	if err := waitForStop(ctx, served); err != nil {
-		return err
-	}
-	return shutDown(server, served, cfg.ShutdownTimeout, logger)
+// endpoint is a listener to serve: the API's, or the operators' one.
+type endpoint struct {
+	name, addr string
+	handler    http.Handler
 }
 
-// waitForStop waits until ctx ends (SIGINT/SIGTERM) or the server fails.
-func waitForStop(ctx context.Context, served <-chan error) error {
+// endpoints are the listeners of n as cfg says.
+func endpoints(cfg config.Config, n *node.Node) []endpoint {
+	eps := []endpoint{{name: "api", addr: cfg.HTTPAddr, handler: n.Handler()}}
+	if n.Ops != nil {
+		eps = append(eps, endpoint{name: "ops", addr: cfg.OpsHTTPAddr, handler: httpapi.Handler(n.Ops)})
+	}
+	return eps
+}
+
+// serving is a server started on an endpoint.
+type serving struct {
+	name   string
+	server *http.Server
+	served chan error // Serve's result
+}
+
+// serveHTTP serves each endpoint until ctx ends, then shuts the servers
+// down. It returns early if one fails to listen or fails later.
+func serveHTTP(ctx context.Context, cfg config.Config, eps []endpoint, logger *slog.Logger) error {
+	listeners := make([]net.Listener, 0, len(eps))
+	for _, ep := range eps {
+		l, err := net.Listen("tcp", ep.addr)
+		if err != nil {
+			for _, opened := range listeners {
+				_ = opened.Close()
+			}
+			return fmt.Errorf("listen on %s: %w", ep.addr, err)
+		}
+		listeners = append(listeners, l)
+	}
+	running := make([]serving, len(eps))
+	failed := make(chan error, len(eps))
+	for i, ep := range eps {
+		s := serving{name: ep.name, server: newHTTPServer(ep.handler, logger), served: make(chan error, 1)}
+		running[i] = s
+		go func() {
+			err := s.server.Serve(listeners[i])
+			s.served <- err
+			if !errors.Is(err, http.ErrServerClosed) {
+				failed <- fmt.Errorf("http server %s: %w", s.name, err)
+			}
+		}()
+		logger.Info("listening", "listener", ep.name, "addr", listeners[i].Addr().String())
+	}
+
 	select {
-	case err := <-served:
-		return fmt.Errorf("http server: %w", err)
+	case err := <-failed:
+		for _, s := range running {
+			_ = s.server.Close()
+		}
+		return err
 	case <-ctx.Done():
-		return nil
 	}
+	return shutDown(running, cfg.ShutdownTimeout, logger)
 }
 
-// shutDown drains the server's in-flight requests within timeout, then
+// shutDown drains the servers' in-flight requests within timeout, then
 // cuts off what is left.
-func shutDown(server *http.Server, served <-chan error, timeout time.Duration, logger *slog.Logger) error {
+func shutDown(running []serving, timeout time.Duration, logger *slog.Logger) error {
 	logger.Info("shutting down", "timeout", timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := server.Shutdown(ctx); err != nil {
-		// Requests still running at the deadline are cut off; that is what
-		// the timeout is for, not a failure of the node.
-		logger.Warn("graceful shutdown timed out; closing remaining connections", "error", err)
-		_ = server.Close()
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("http server: %w", err)
+	var errs []error
+	for _, s := range running {
+		if err := s.server.Shutdown(ctx); err != nil {
+			// Requests still running at the deadline are cut off; that is
+			// what the timeout is for, not a failure of the node.
+			logger.Warn("graceful shutdown timed out; closing remaining connections", "listener", s.name, "error", err)
+			_ = s.server.Close()
+		}
+		if err := <-s.served; !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, fmt.Errorf("http server %s: %w", s.name, err))
+		}
 	}
 	logger.Info("stopped")
-	return nil
+	return errors.Join(errs...)
 }
 
 // closableStore is an event store backend the node owns and closes.

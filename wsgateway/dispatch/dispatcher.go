@@ -92,8 +92,12 @@ func New(opts Options) (*Dispatcher, error) {
 	return d, nil
 }
 
-// hubOptions installs the dispatcher's hooks in front of the caller's.
+// hubOptions installs the dispatcher's hooks in front of the caller's, and
+// its logger unless the caller has one.
 func (d *Dispatcher) hubOptions(o wsgateway.Options) wsgateway.Options {
+	if o.Logger == nil {
+		o.Logger = d.log
+	}
 	open, msg, closed := o.OnOpen, o.OnMessage, o.OnClose
 	o.OnOpen = func(c *wsgateway.Conn) {
 		d.OnOpen(c)
@@ -240,6 +244,11 @@ func (d *Dispatcher) onCaughtUp() {
 	d.send(context.Background(), loopMsg{caughtUp: true})
 }
 
+// Panicked reports whether applying command events panicked (recovered,
+// logged, counted) and no batch has been applied since: the dispatcher is
+// stuck, which readiness reports.
+func (d *Dispatcher) Panicked() bool { return d.runner.Stats().Panicked }
+
 // CaughtUp reports whether the dispatcher has read the log to its head
 // (once, since New): only then does it deliver.
 func (d *Dispatcher) CaughtUp() bool { return d.caughtUp.Load() }
@@ -314,8 +323,16 @@ func (handler) Filter() eventstore.Filter {
 // (and its new sends' delivery rounds have run), so the runner's progress
 // never passes what the state holds.
 func (h handler) Apply(ctx context.Context, events iter.Seq[*projections.Event], _ projections.Mode) error {
-	done := make(chan struct{})
-	return h.d.sendAndWait(ctx, loopMsg{events: events, applied: done}, done)
+	done := make(chan error, 1)
+	if err := h.d.send(ctx, loopMsg{events: events, applied: done}); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // appendCtx bounds one store call.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tvsm/domain"
+	"tvsm/internal/platform/supervise"
 	"tvsm/projections"
 	"tvsm/wsgateway"
 )
@@ -17,7 +18,7 @@ import (
 // loopMsg is one request to the loop; exactly one field is set.
 type loopMsg struct {
 	events   iter.Seq[*projections.Event]
-	applied  chan struct{} // closed once events are applied
+	applied  chan error // receives nil once events are applied, or the panic
 	caughtUp bool
 	settled  chan struct{}     // closed once pending work is done
 	snapshot chan snapshotData // receives the encoded state
@@ -77,11 +78,32 @@ func (d *Dispatcher) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-d.pending.wake:
-			d.drainPending(ctx)
+			supervise.Do(d.log, panicComponent, func() { d.drainPending(ctx) })
 		case m := <-d.inbox:
-			d.handle(ctx, m)
+			if p := supervise.Do(d.log, panicComponent, func() { d.handle(ctx, m) }); p != nil {
+				release(m, p)
+			}
 		}
 		d.publishGauges()
+	}
+}
+
+// panicComponent names the dispatcher in panic logs and metrics.
+const panicComponent = "dispatcher"
+
+// release answers the waiter of a message whose handling panicked (a
+// panic is recovered, logged and counted, and the loop goes on): a batch
+// fails with the panic, so the runner resubscribes and applies it again
+// (state.apply passes over what it applied already); a settle returns; a
+// snapshot is not taken.
+func release(m loopMsg, p *supervise.Panic) {
+	switch {
+	case m.applied != nil:
+		m.applied <- p
+	case m.settled != nil:
+		close(m.settled)
+	case m.snapshot != nil:
+		close(m.snapshot)
 	}
 }
 
@@ -90,7 +112,7 @@ func (d *Dispatcher) handle(ctx context.Context, m loopMsg) {
 	switch {
 	case m.applied != nil:
 		d.applyBatch(ctx, m.events)
-		close(m.applied)
+		m.applied <- nil
 	case m.caughtUp:
 		if !d.caughtUp.Load() {
 			// Set before the rounds below look at the hub: an OnOpen that

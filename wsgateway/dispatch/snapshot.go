@@ -180,8 +180,10 @@ func (d *Dispatcher) snapshotJob(ctx context.Context) func() {
 			return
 		}
 		select {
-		case sd := <-reply:
-			_ = d.writeSnapshot(sd)
+		case sd, ok := <-reply: // closed when encoding panicked
+			if ok {
+				_ = d.writeSnapshot(sd)
+			}
 		case <-ctx.Done():
 		}
 	}

@@ -51,6 +51,10 @@ type Config struct {
 	// DeviceTokens issues device tokens at login; device login fails
 	// without it.
 	DeviceTokens *devauth.Signer
+	// BillingURL, when set, checks a provider's billing url beyond its
+	// form (the billing proxy's address policy); its error is the field's
+	// problem.
+	BillingURL func(url string) error
 }
 
 // Commands are the command handlers, one per resource.

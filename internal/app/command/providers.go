@@ -57,6 +57,7 @@ func (h *Providers) Create(ctx context.Context, c app.Caller, f ProviderFields) 
 	if v, ok := f.RegionTag.Get(); ok {
 		h.checkRegion(&extra, v)
 	}
+	h.checkBillingURL(f, &extra)
 	if err := withProblems(dryRun(domain.ProviderDecider(), domain.ProviderCommand(cmd)), extra); err != nil {
 		return domain.Provider{}, err
 	}
@@ -94,6 +95,7 @@ func (h *Providers) Update(ctx context.Context, c app.Caller, id int64, f Provid
 			}
 		}
 	}
+	h.checkBillingURL(f, &extra)
 	cmd := domain.UpdateProvider{
 		ID:                     id,
 		Name:                   f.Name,
@@ -118,6 +120,17 @@ func (h *Providers) Update(ctx context.Context, c app.Caller, id int64, f Provid
 		return domain.Provider{}, err
 	}
 	return w.q.Providers.Current(id)
+}
+
+// checkBillingURL records the problem Config.BillingURL finds with the
+// billing url f sets, if any.
+func (h *Providers) checkBillingURL(f ProviderFields, extra *map[string]string) {
+	check := h.w.cfg.BillingURL
+	if u, ok := f.Billing.URL.Get(); ok && u != "" && check != nil {
+		if err := check(u); err != nil {
+			addFieldProblem(extra, "billing.url", err.Error())
+		}
+	}
 }
 
 // Delete deletes provider id and returns it as it was. Its accounts,

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -44,6 +45,9 @@ var KnownFeatures = []string{FeatureBilling}
 type Config struct {
 	// HTTPAddr is the listen address of the HTTP server (host:port).
 	HTTPAddr string
+	// OpsHTTPAddr, when set, is a second listen address serving /metrics,
+	// /healthz, /readyz and Go's profiler, which then leave HTTPAddr.
+	OpsHTTPAddr string
 	// DataDir holds everything the embedded backends and snapshots store.
 	DataDir string
 	// EventStore is "embedded" or an EventStoreDB URL (esdb://, esdb+discover://).
@@ -81,33 +85,44 @@ type Config struct {
 	BillingHeaderPrefix string
 	// BillingTimeout bounds one proxied billing call.
 	BillingTimeout time.Duration
-	// Failed logins allowed per minute before 429, per login and per client
-	// address, for administrators (HTTP Basic) and devices (device login).
-	AdminLoginFailures, AdminAddressFailures   int
-	DeviceLoginFailures, DeviceAddressFailures int
+	// BillingAllowedNetworks are networks billing may be reached in
+	// although they are refused by default (loopback, private, link-local).
+	BillingAllowedNetworks []netip.Prefix
+	// Failed logins allowed per minute before 429, for administrators (HTTP
+	// Basic) and devices (device login): per login from one client address,
+	// per address, and per login from all addresses (this one refuses only
+	// the addresses that failed the login themselves).
+	AdminLoginFailures, AdminAddressFailures, AdminLoginTotalFailures    int
+	DeviceLoginFailures, DeviceAddressFailures, DeviceLoginTotalFailures int
+	// PasswordChecks bounds the admin password checks (bcrypt) running at
+	// once; 0 means half the cores.
+	PasswordChecks int
 }
 
 // Defaults returns the configuration used when nothing is set: everything
 // embedded, data under ./data, listening on :8080.
 func Defaults() Config {
 	return Config{
-		HTTPAddr:              ":8080",
-		DataDir:               "./data",
-		EventStore:            EventStoreEmbedded,
-		Stats:                 StatsEmbedded,
-		Features:              []string{},
-		LogLevel:              slog.LevelInfo,
-		LogFormat:             logging.Text,
-		ShutdownTimeout:       15 * time.Second,
-		ReadYourWritesTimeout: 5 * time.Second,
-		CommitDelay:           300 * time.Microsecond,
-		EndOfDayLocation:      time.UTC,
-		BillingHeaderPrefix:   "X-TVSM-",
-		BillingTimeout:        10 * time.Second,
-		AdminLoginFailures:    5,
-		AdminAddressFailures:  20,
-		DeviceLoginFailures:   5,
-		DeviceAddressFailures: 20,
+		HTTPAddr:                 ":8080",
+		DataDir:                  "./data",
+		EventStore:               EventStoreEmbedded,
+		Stats:                    StatsEmbedded,
+		Features:                 []string{},
+		LogLevel:                 slog.LevelInfo,
+		LogFormat:                logging.Text,
+		ShutdownTimeout:          15 * time.Second,
+		ReadYourWritesTimeout:    5 * time.Second,
+		CommitDelay:              300 * time.Microsecond,
+		EndOfDayLocation:         time.UTC,
+		BillingHeaderPrefix:      "X-TVSM-",
+		BillingTimeout:           10 * time.Second,
+		BillingAllowedNetworks:   []netip.Prefix{},
+		AdminLoginFailures:       5,
+		AdminAddressFailures:     20,
+		AdminLoginTotalFailures:  20,
+		DeviceLoginFailures:      5,
+		DeviceAddressFailures:    20,
+		DeviceLoginTotalFailures: 20,
 	}
 }
 
@@ -183,6 +198,20 @@ var settings = []setting{
 			return nil
 		},
 		get: func(c *Config) string { return c.HTTPAddr },
+	},
+	{
+		key:   "ops_http",
+		usage: "`host:port` of a second listener for /metrics, /healthz, /readyz and /debug/pprof, which then leave --http (empty: none)",
+		set: func(c *Config, v string) error {
+			if v != "" {
+				if err := checkListenAddr(v); err != nil {
+					return err
+				}
+			}
+			c.OpsHTTPAddr = v
+			return nil
+		},
+		get: func(c *Config) string { return c.OpsHTTPAddr },
 	},
 	{
 		key:   "data",
@@ -383,10 +412,36 @@ var settings = []setting{
 		},
 		get: func(c *Config) string { return c.BillingTimeout.String() },
 	},
-	failuresSetting("admin_login_failures", "failed Basic logins of one administrator", func(c *Config) *int { return &c.AdminLoginFailures }),
+	{
+		key:   "billing_allowed_networks",
+		usage: "comma-separated CIDR `networks` billing may be reached in although refused by default (loopback, private, link-local), e.g. 10.0.0.0/8,127.0.0.0/8",
+		list:  true,
+		set: func(c *Config, v string) error {
+			nets, err := ParseNetworks(v)
+			c.BillingAllowedNetworks = nets
+			return err
+		},
+		get: func(c *Config) string { return FormatNetworks(c.BillingAllowedNetworks) },
+	},
+	failuresSetting("admin_login_failures", "failed Basic logins of one administrator from one client address", func(c *Config) *int { return &c.AdminLoginFailures }),
 	failuresSetting("admin_address_failures", "failed Basic logins from one client address", func(c *Config) *int { return &c.AdminAddressFailures }),
-	failuresSetting("device_login_failures", "failed device logins of one account login", func(c *Config) *int { return &c.DeviceLoginFailures }),
+	failuresSetting("admin_login_total_failures", "failed Basic logins of one administrator from all addresses (refusing only addresses that failed it)", func(c *Config) *int { return &c.AdminLoginTotalFailures }),
+	failuresSetting("device_login_failures", "failed device logins of one account login from one client address", func(c *Config) *int { return &c.DeviceLoginFailures }),
 	failuresSetting("device_address_failures", "failed device logins from one client address", func(c *Config) *int { return &c.DeviceAddressFailures }),
+	failuresSetting("device_login_total_failures", "failed device logins of one account login from all addresses (refusing only addresses that failed it)", func(c *Config) *int { return &c.DeviceLoginTotalFailures }),
+	{
+		key:   "password_checks",
+		usage: "`count` of admin password checks (bcrypt) run at once; more are answered 503 at once (0 = half the cores)",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 0 || n > 1024 {
+				return fmt.Errorf("%q must be a whole number from 0 to 1024", v)
+			}
+			c.PasswordChecks = n
+			return nil
+		},
+		get: func(c *Config) string { return strconv.Itoa(c.PasswordChecks) },
+	},
 }
 
 // failuresSetting is a limit of failed logins per minute.
@@ -502,4 +557,41 @@ func parseLocation(v string) (*time.Location, error) {
 		return nil, fmt.Errorf("unknown time zone %q", v)
 	}
 	return loc, nil
+}
+
+// ParseNetworks parses a comma-separated list of CIDR networks (blanks
+// ignored), such as "10.0.0.0/8, 127.0.0.0/8". A bare address is taken as
+// the network of that one address; IPv4-mapped IPv6 networks as IPv4.
+func ParseNetworks(v string) ([]netip.Prefix, error) {
+	nets := []netip.Prefix{}
+	for part := range strings.SplitSeq(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if a, aerr := netip.ParseAddr(part); err != nil && aerr == nil {
+			p, err = netip.PrefixFrom(a, a.BitLen()), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR network such as 10.0.0.0/8", part)
+		}
+		if p.Addr().Is4In6() {
+			if p.Bits() < 96 {
+				return nil, fmt.Errorf("%q: an IPv4-mapped network needs at least 96 bits", part)
+			}
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		nets = append(nets, p.Masked())
+	}
+	return nets, nil
+}
+
+// FormatNetworks writes networks as ParseNetworks reads them.
+func FormatNetworks(nets []netip.Prefix) string {
+	parts := make([]string, len(nets))
+	for i, n := range nets {
+		parts[i] = n.String()
+	}
+	return strings.Join(parts, ",")
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
 	"tvsm/domain"
@@ -30,6 +31,7 @@ import (
 	"tvsm/internal/app/query"
 	"tvsm/internal/platform/metrics"
 	"tvsm/internal/platform/schedule"
+	"tvsm/internal/platform/supervise"
 	"tvsm/internal/platform/throttle"
 	"tvsm/projections"
 	"tvsm/projections/readmodel"
@@ -61,6 +63,9 @@ type Options struct {
 	// AccessLog logs every answered HTTP request at info level
 	// (httpapi.Options.AccessLog).
 	AccessLog bool
+	// OpsListener moves /metrics and the profiler from Engine to Ops, for a
+	// listener of their own (httpapi.NewOps).
+	OpsListener bool
 	// SnapshotSpec is the cron spec (UTC) of read model snapshots
 	// (default every five minutes); snapshots are also written on Close.
 	SnapshotSpec string
@@ -73,6 +78,10 @@ type Options struct {
 	// address a minute; the clock defaults to Clock).
 	AdminLogins  throttle.GuardOptions
 	DeviceLogins throttle.GuardOptions
+	// PasswordChecks bounds the admin password checks (bcrypt) running at
+	// once; more are answered 503 at once (httpapi.BcryptOptions.MaxChecks:
+	// 0 is half the cores, negative no bound).
+	PasswordChecks int
 	// DeviceTokenTTL is the lifetime of device tokens (default 30 days).
 	DeviceTokenTTL time.Duration
 	// Sockets configures the device websocket hub; the command dispatcher
@@ -108,6 +117,9 @@ type Node struct {
 	Commands *command.Commands
 	Queries  *query.Queries
 	Engine   *gin.Engine
+	// Ops serves /metrics, the probes and the profiler when
+	// Options.OpsListener is set; nil otherwise.
+	Ops *gin.Engine
 	// Hub holds the devices' websockets (GET /api/device/ws); Dispatcher
 	// delivers provider commands to them.
 	Hub        *wsgateway.Hub
@@ -288,7 +300,7 @@ func (n *Node) buildApplication(ctx context.Context, opts Options) error {
 	n.Commands, err = command.New(command.Config{
 		Executor: n.Executor, Model: n.Model, Applied: n.Runner.Progress(), Queries: n.Queries,
 		ReadYourWritesTimeout: opts.ReadYourWritesTimeout, BcryptCost: opts.BcryptCost, Logger: n.log, Clock: opts.Clock,
-		DeviceTokens: tokens,
+		DeviceTokens: tokens, BillingURL: opts.Billing.policy().CheckURL,
 	})
 	return err
 }
@@ -304,10 +316,15 @@ func (n *Node) bootstrapAdmin(ctx context.Context, opts Options) (err error) {
 // buildHTTP builds the HTTP engine with the node's metrics and every API.
 func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 	registerGatewayMetrics(opts.Metrics, n.Dispatcher, n.journal)
-	n.Engine = httpapi.New(httpapi.Options{Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog})
-	n.Auth = httpapi.ThrottleLogins(
-		httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost}),
-		throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock)))
+	engineOpts := httpapi.Options{Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog, OpsElsewhere: opts.OpsListener}
+	n.Engine = httpapi.New(engineOpts)
+	if opts.OpsListener {
+		n.Ops = httpapi.NewOps(engineOpts)
+	}
+	passwords := httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost, MaxChecks: opts.PasswordChecks})
+	registerPasswordMetrics(opts.Metrics, passwords)
+	metrics.Register(opts.Metrics, panicsCollector{})
+	n.Auth = httpapi.ThrottleLogins(passwords, throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock)))
 	cmds, qs := n.Commands, n.Queries
 	httpapi.Mount(n.Engine, httpapi.API{
 		Auth:        n.Auth,
@@ -333,12 +350,41 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 			Regions: cmds.Regions, RegionReads: qs.Regions,
 			Admins: cmds.Admins, AdminReads: qs.Admins,
 		},
-		Device:       httpapi.DeviceAPI{Writes: cmds.Devices, Sessions: qs.Sessions},
-		Sockets:      n.Hub,
-		DeviceLogins: throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock)),
-		Billing:      n.billing,
+		Device:            httpapi.DeviceAPI{Writes: cmds.Devices, Sessions: qs.Sessions},
+		Sockets:           n.Hub,
+		DeviceLogins:      throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock)),
+		Billing:           n.billing,
+		ProfilerElsewhere: opts.OpsListener,
 	})
 	return httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.BasicAuth(n.Auth))
+}
+
+// panicsCollector exports the panics recovered in background work, by
+// component (supervise.Counts).
+type panicsCollector struct{}
+
+var panicsDesc = prometheus.NewDesc("tvsm_panics_total",
+	"Panics recovered in background work (logged with their stacks), by component.", []string{"component"}, nil)
+
+// Describe implements prometheus.Collector.
+func (panicsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- panicsDesc }
+
+// Collect implements prometheus.Collector.
+func (panicsCollector) Collect(ch chan<- prometheus.Metric) {
+	for component, n := range supervise.Counts() {
+		ch <- prometheus.MustNewConstMetric(panicsDesc, prometheus.CounterValue, float64(n), component)
+	}
+}
+
+// registerPasswordMetrics exports the admin password checks made and
+// refused because too many ran at once.
+func registerPasswordMetrics(reg prometheus.Registerer, a *httpapi.BcryptAuthenticator) {
+	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tvsm_password_checks_total", Help: "Admin password checks (bcrypt comparisons) made.",
+	}, func() float64 { return float64(a.Comparisons()) }))
+	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tvsm_password_checks_refused_total", Help: "Admin logins answered 503 because too many password checks ran at once.",
+	}, func() float64 { return float64(a.Refused()) }))
 }
 
 // scheduleSnapshots writes read model snapshots on opts.SnapshotSpec.
@@ -393,13 +439,19 @@ func (n *Node) credentials(login string) (hash string, provider *int64, ok bool)
 	return a.PasswordHash, a.Provider, true
 }
 
-// ready backs /readyz: the read model must have caught up with the log.
+// ready backs /readyz: the read model and the command dispatcher must have
+// caught up with the log, and must not be stuck on a panic (they retry,
+// and report ready again once a batch goes through).
 func (n *Node) ready(context.Context) error {
-	if !n.Runner.Stats().CaughtUp {
+	switch {
+	case !n.Runner.Stats().CaughtUp:
 		return errors.New("read model catching up")
-	}
-	if !n.Dispatcher.CaughtUp() {
+	case !n.Dispatcher.CaughtUp():
 		return errors.New("command dispatcher catching up")
+	case n.Runner.Stats().Panicked:
+		return errors.New("read model projection panicked; retrying (see the log)")
+	case n.Dispatcher.Panicked():
+		return errors.New("command dispatcher panicked; retrying (see the log)")
 	}
 	return nil
 }
