@@ -3,7 +3,9 @@ package httpapi_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -448,4 +450,38 @@ func TestSDKScope(t *testing.T) {
 	}
 	wantOnly(t, r.sdk, "/devices/?start=0&limit=50", sdkDevice)
 	wantOnly(t, r.sdk, "/account_network/?start=0&limit=50", sdkAccountNetwork)
+}
+
+// TestLenientClients: what other real clients send works as the SDK's
+// requests do: Accept: */* (curl, PHP), credentials in the URL (turned
+// into Basic authentication by the client), numeric strings and 0/1 for
+// booleans, read-only keys on create.
+func TestLenientClients(t *testing.T) {
+	r := newSDKRig(t)
+	u, err := url.Parse(r.env.URL + "/api/provider/accounts/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(r.sdk.login, r.sdk.pass)
+	body := `{"login":"curl-user","fullname":"Curl User","pin_md5":"` + pin("p") + `","enabled":"1","devices_per_account_limit":"2",` +
+		`"region_tag":"` + fmt.Sprint(r.region) + `","id":null,"created":"yesterday","updated":0,"last_online":null}`
+	req, err := http.NewRequest(http.MethodPost, u.String(), strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "*/*")
+	resp, err := noRedirects.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("create with URL credentials and Accept */*: %d %s", resp.StatusCode, data)
+	}
+	a := decodeNumbers(t, data)
+	assertShape(t, "lenient create", a, sdkAccount)
+	if a["enabled"] != true || num(a["devices_per_account_limit"]) != 2 || num(a["region_tag"]) != r.region || num(a["provider"]) != r.prov {
+		t.Fatalf("created %v", a)
+	}
 }
