@@ -48,9 +48,11 @@ type Sender interface {
 	Send(ctx context.Context, c app.Caller, in command.SendInput) (int64, error)
 }
 
-// ReceiptReader reads a send with its per-device receipts.
+// ReceiptReader reads a send with its per-device receipts, and lists past
+// sends.
 type ReceiptReader interface {
 	Receipts(ctx context.Context, c app.Caller, sendID int64) (query.SendView, error)
+	List(ctx context.Context, c app.Caller, p readmodel.Page) (readmodel.List[query.SendView], error)
 }
 
 // AdminWrites is the command side of administrators, keyed by login.

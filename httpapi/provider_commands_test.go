@@ -557,3 +557,47 @@ func TestReceiptsScopeAndErrors(t *testing.T) {
 		t.Errorf("receipts without credentials: %d, want 401", status)
 	}
 }
+
+// TestPastSendsList: GET /commands lists past sends, paged, each as its
+// receipts route shows it without the per-device receipts; a scoped admin
+// sees its provider's sends only.
+func TestPastSendsList(t *testing.T) {
+	w := newCmdWorld(t)
+	sA := w.su.sent(t, "accounts", sendBody([]any{w.a1}, notify("to A")))
+	sB := w.su.sent(t, "accounts", sendBody([]any{w.b1}, notify("to B")))
+	sBoth := w.su.sent(t, "accounts", sendBody([]any{w.a1, w.b1}, map[string]any{"command": "restart"}))
+	sOwn := w.adminA.sent(t, "devices", sendBody([]any{w.d1}, notify("own"), map[string]any{"command": "reinit"}))
+
+	all := w.su.ok(t, http.MethodGet, "/commands", nil)
+	if got := keysOf(t, all, "send_id"); fmt.Sprint(got) != fmt.Sprint([]int64{sA, sB, sBoth, sOwn}) || all.int(t, "total") != 4 {
+		t.Fatalf("superadmin's list: %v", all)
+	}
+	first := all.list(t)[0]
+	cmds, _ := first["commands"].([]any)
+	if first.str(t, "recipients") != "accounts" || len(cmds) != 1 {
+		t.Fatalf("first send: %v", first)
+	}
+	c0 := cmds[0].(map[string]any)
+	if _, has := c0["receipts"]; has || c0["counts"] == nil || c0["state"] == nil || c0["command"] == nil {
+		t.Fatalf("a listed command: %v", c0)
+	}
+	page := w.su.ok(t, http.MethodGet, "/commands/?start=1&limit=2&sort=-id", nil)
+	if got := keysOf(t, page, "send_id"); fmt.Sprint(got) != fmt.Sprint([]int64{sBoth, sB}) || page.int(t, "total") != 4 {
+		t.Fatalf("second page of two, newest first: %v", page)
+	}
+	scoped := w.adminA.ok(t, http.MethodGet, "/commands", nil)
+	if got := keysOf(t, scoped, "send_id"); fmt.Sprint(got) != fmt.Sprint([]int64{sA, sOwn}) {
+		t.Fatalf("A's admin lists %v, want its provider's sends %v", got, []int64{sA, sOwn})
+	}
+	w.su.fails(t, http.StatusBadRequest, http.MethodGet, "/commands?account=1", nil).field(t, "account")
+}
+
+// keysOf returns the given key of each item of a list answer.
+func keysOf(t testing.TB, l obj, key string) []int64 {
+	t.Helper()
+	var out []int64
+	for _, it := range l.list(t) {
+		out = append(out, it.int(t, key))
+	}
+	return out
+}

@@ -45,7 +45,11 @@ func raise(m map[int64]uint64, id int64, pos uint64) {
 // are skipped: no token of theirs can pass the binding check anyway.
 func (s *state) applyCommand(c *change) {
 	e, ok := c.event.(domain.CommandsIssued)
-	if !ok || !dropsAuthorisation(e) {
+	if !ok {
+		return
+	}
+	s.sends.add(e.SendID, e.Scope)
+	if !dropsAuthorisation(e) {
 		return
 	}
 	for _, id := range e.IDs {

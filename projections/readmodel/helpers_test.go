@@ -442,6 +442,7 @@ func dump(t testing.TB, m *Model) []any {
 			add("dropped", m.AuthorizationDropped(d.ID, d.Account, d.Provider, since))
 		}
 	}
+	add("sends", must(m.ListSends(SendQuery{Scope: AllProviders})).(List[int64]).Slice())
 	providers := must(m.ListProviders(ProviderQuery{Scope: AllProviders})).(List[domain.Provider]).Slice()
 	add("providers", providers)
 	for _, p := range providers {

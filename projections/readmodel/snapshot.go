@@ -97,6 +97,7 @@ func (m *Model) capture() *capture {
 			DevTypes:   entries(s.devTypes, copyDeviceType),
 			Admins:     entries(s.admins, copyAdmin),
 			Networks:   entries(s.networks, copyNetworks),
+			Sends:      s.sends.capture(),
 		}
 		// In id order, so that loading appends to the id lists.
 		c.accounts = make([]*account, 0, s.all.accounts.Len())
@@ -141,6 +142,8 @@ type snapCatalog struct {
 	Admins     []snapEntry[string, domain.Admin]     `json:"admins"`
 	// Networks are the providers' account networks, by provider.
 	Networks []snapEntry[int64, domain.AccountNetworks] `json:"networks"`
+	// Sends are the command send ids by scope (0: spanning providers).
+	Sends []snapSends `json:"sends"`
 }
 
 // snapEntry is one small entity with its key and revision.
@@ -189,6 +192,7 @@ func restoreCatalog(s *state, cat *snapCatalog) {
 	restore(s.devTypes, cat.DevTypes)
 	restore(s.admins, cat.Admins)
 	restore(s.networks, cat.Networks)
+	s.sends.restore(cat.Sends)
 	for p, n := range s.networks {
 		s.netTables[p] = tableOf(n.v)
 	}

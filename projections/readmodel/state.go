@@ -36,6 +36,7 @@ type state struct {
 	uidDups map[string][]int64 // more devices with a unique id in uids (normally none)
 
 	drops drops // authorisation drops by `update` commands
+	sends sends // the ids of every command send, by scope
 }
 
 // tombstone is what stays of a deleted account: its stream's revision, for
@@ -99,6 +100,7 @@ func newStateSized(subs, devs int) *state {
 		uids:       make(map[string]int64, devs),
 		uidDups:    make(map[string][]int64),
 		drops:      newDrops(),
+		sends:      sends{byScope: make(map[int64]*idList[struct{}])},
 	}
 }
 
