@@ -18,6 +18,7 @@ import (
 //	PUT    /accounts/{id}              partial update (POST /accounts/{id} too)
 //	DELETE /accounts/{id}              delete; releases the login
 //	GET    /accounts/{id}/history      every change with actor, time and field diff
+//	POST   /accounts/bulk              NDJSON records, created or updated by login; NDJSON results
 //	GET    /account_subscriptions      list (account, tarif, provider)
 //	POST   /account_subscriptions      create; with "id": partial update
 //	GET|PUT|POST|DELETE /account_subscriptions/{id}
@@ -48,6 +49,7 @@ func mountProvider(g *gin.RouterGroup, api ProviderAPI, idem Idempotency) {
 	h := &providerHandlers{api: api}
 	providerAccounts(api, idem).mount(g)
 	g.GET("/accounts/:id/history", h.accountHistory)
+	g.POST("/accounts/bulk", h.accountsBulk)
 	providerSubscriptions(api, idem).mount(g)
 	providerDeviceSubscriptions(api, idem).mount(g)
 	providerDevices(api, idem).mount(g)
