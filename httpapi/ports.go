@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"time"
 
 	"tvsm/domain"
 	"tvsm/eventstore"
@@ -32,10 +33,14 @@ type Reads[T, Q any] interface {
 	Get(ctx context.Context, c app.Caller, id int64) (T, error)
 }
 
-// AccountReads are the reads of accounts, with their history.
+// AccountReads are the reads of accounts, with their history, and of
+// accounts and their subscriptions as they stood at a past time.
 type AccountReads interface {
 	Reads[query.AccountView, readmodel.AccountQuery]
 	History(ctx context.Context, c app.Caller, id int64) ([]query.HistoryEntry, error)
+	AsOf(ctx context.Context, c app.Caller, id int64, t time.Time) (query.AccountView, error)
+	ListAsOf(ctx context.Context, c app.Caller, q readmodel.AccountQuery, t time.Time) (readmodel.List[query.AccountView], error)
+	SubscriptionsAsOf(ctx context.Context, c app.Caller, q readmodel.SubscriptionQuery, t time.Time) (readmodel.List[readmodel.Subscription], error)
 }
 
 // ChangeFeed answers the change feed.

@@ -19,6 +19,7 @@ var providerAccountList = ListSpec{
 		"remote_custom_field": FilterString,
 		"region_tag":          FilterInt,
 	},
+	Params: []string{"as_of"},
 }
 
 // providerAccounts is /accounts.
@@ -40,6 +41,7 @@ func providerAccounts(api ProviderAPI, idem Idempotency) providerResource[query.
 			return aq
 		},
 		decode: readProviderAccount, view: providerAccount, render: encodeProviderAccount,
+		listAt: api.AccountReads.ListAsOf, getAt: api.AccountReads.AsOf,
 	}
 }
 

@@ -21,6 +21,7 @@ var providerSubscriptionList = ListSpec{
 		"tarif":    FilterInt,
 		"provider": FilterInt,
 	},
+	Params: []string{"as_of"},
 }
 
 // providerSubscriptions is /account_subscriptions.
@@ -38,6 +39,7 @@ func providerSubscriptions(api ProviderAPI, idem Idempotency) providerResource[r
 			}
 		},
 		decode: readProviderSubscription, view: providerSubscription, render: encodeProviderSubscription,
+		listAt: api.AccountReads.SubscriptionsAsOf,
 	}
 }
 

@@ -3,12 +3,15 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"tvsm/domain"
 	"tvsm/httpapi/wire"
 	"tvsm/internal/app"
+	"tvsm/projections/readmodel"
 )
 
 // providerResource is one Provider API collection keyed by an integer id:
@@ -41,6 +44,28 @@ type providerResource[T, F, Q, V any] struct {
 	// render is the answer to a create, recorded under its
 	// Idempotency-Key.
 	render func(T) ([]byte, error)
+	// listAt and getAt, when set, answer ?as_of=<date-time>: the
+	// collection as it stood then (the list's spec must name as_of).
+	listAt func(ctx context.Context, c app.Caller, q Q, at time.Time) (readmodel.List[T], error)
+	getAt  func(ctx context.Context, c app.Caller, id int64, at time.Time) (T, error)
+}
+
+// asOf reads ?as_of=: ok false when absent; a bad value is a 400 naming
+// it.
+func asOf(c *gin.Context) (at time.Time, ok bool, err error) {
+	v := c.Query("as_of")
+	if strings.TrimSpace(v) == "" {
+		return time.Time{}, false, nil
+	}
+	at, err = wire.ParseDateTime(v)
+	if err != nil && strings.Count(v, " ") == 1 {
+		// A "+hhmm" offset sent unescaped arrives as " hhmm".
+		at, err = wire.ParseDateTime(strings.Replace(v, " ", "+", 1))
+	}
+	if err != nil {
+		return time.Time{}, false, ValidationFailed(map[string]string{"as_of": err.Error()})
+	}
+	return at, true, nil
 }
 
 func (r providerResource[T, F, Q, V]) mount(g *gin.RouterGroup) {
@@ -68,7 +93,14 @@ func (r providerResource[T, F, Q, V]) list(c *gin.Context) {
 		WriteError(c, ValidationFailed(bad))
 		return
 	}
-	l, err := r.reads.List(c.Request.Context(), callerOf(c), rq)
+	list := r.reads.List
+	if at, ok, err := asOf(c); err != nil {
+		WriteError(c, err)
+		return
+	} else if ok && r.listAt != nil {
+		list = func(ctx context.Context, caller app.Caller, q Q) (readmodel.List[T], error) { return r.listAt(ctx, caller, q, at) }
+	}
+	l, err := list(c.Request.Context(), callerOf(c), rq)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -83,6 +115,17 @@ func (r providerResource[T, F, Q, V]) list(c *gin.Context) {
 }
 
 func (r providerResource[T, F, Q, V]) get(c *gin.Context) {
+	if r.getAt != nil {
+		at, ok, err := asOf(c)
+		if err != nil {
+			WriteError(c, err)
+			return
+		}
+		if ok {
+			r.byID(c, func(ctx context.Context, caller app.Caller, id int64) (T, error) { return r.getAt(ctx, caller, id, at) })
+			return
+		}
+	}
 	r.byID(c, r.reads.Get)
 }
 

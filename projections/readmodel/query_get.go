@@ -1,6 +1,8 @@
 package readmodel
 
 import (
+	"slices"
+
 	"tvsm/domain"
 )
 
@@ -225,4 +227,39 @@ func (s *state) devRef(id int64) (devRef, bool) {
 		}
 	}
 	return devRef{}, false
+}
+
+// AccountsEver returns the ids of the accounts of provider (0: every
+// provider) within scope that exist or were deleted, ascending: what may
+// have existed at a past time.
+func (m *Model) AccountsEver(scope Scope, provider int64) []int64 {
+	p, ok := scope.narrow(provider)
+	if !ok {
+		return nil
+	}
+	var ids []int64
+	m.read(func(s *state) {
+		l := &s.all.accounts
+		if p != 0 {
+			pi := s.byProv[p]
+			if pi == nil {
+				l = nil
+			} else {
+				l = &pi.accounts
+			}
+		}
+		if l != nil {
+			ids = make([]int64, 0, l.Len()+len(s.deleted))
+			for id := range l.Walk(false, 0) {
+				ids = append(ids, id)
+			}
+		}
+		for id, t := range s.deleted {
+			if (p == 0 && scope.Allows(t.provider)) || t.provider == p {
+				ids = append(ids, id)
+			}
+		}
+	})
+	slices.Sort(ids)
+	return ids
 }
