@@ -37,6 +37,9 @@ func bulk(t *testing.T, p papi, path string, lines ...string) []bulkLine {
 	}
 	req.SetBasicAuth(p.login, p.pass)
 	req.Header.Set("Content-Type", "application/x-ndjson")
+	// Its own connection: a request refused part-way leaves its body
+	// unread, and the server closes such a connection.
+	req.Close = true
 	resp, err := p.env.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
