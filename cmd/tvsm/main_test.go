@@ -1,8 +1,6 @@
 package main
 
 import (
-	"tvsm/internal/testkit/testutil"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -15,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tvsm/internal/testkit/nodetest"
+	"tvsm/internal/testkit/testutil"
 )
 
 // isolateEnv blanks every TVSM_* variable of the test process: run reads the
@@ -278,5 +279,20 @@ func TestServeOpsListener(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+}
+
+// TestSimulateExitsNonZeroWithTheCause: tvsm simulate on a node where its
+// tariff does not exist exits 1 and prints the node's answer.
+func TestSimulateExitsNonZeroWithTheCause(t *testing.T) {
+	env := nodetest.Start(t)
+	if status, body := env.Super(t, http.MethodPost, "/api/admin/providers", map[string]any{"name": "P"}); status != http.StatusOK {
+		t.Fatalf("provider: %d %s", status, body)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"simulate", "-url", env.URL, "-admin", env.SuperLogin + ":" + env.SuperPassword, "-tariff", "999",
+		"-devices", "1", "-progress", "0"}, &stdout, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "status 400: tarif: not found") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }

@@ -405,11 +405,13 @@ func (c *clients) wait() ([]simulate.Result, error) {
 	c.wg.Wait()
 	var out []simulate.Result
 	for i, buf := range c.outs {
-		if c.errs[i] != nil {
-			return nil, fmt.Errorf("loadtest: client %d: %w", i, c.errs[i])
-		}
+		// A client that counted errors exits non-zero after printing its
+		// figures, errors included: those are the result.
 		var r simulate.Result
 		if err := json.Unmarshal(buf.Bytes(), &r); err != nil {
+			if c.errs[i] != nil {
+				return nil, fmt.Errorf("loadtest: client %d: %w", i, c.errs[i])
+			}
 			return nil, fmt.Errorf("loadtest: client %d output %q: %w", i, buf.String(), err)
 		}
 		out = append(out, r)
