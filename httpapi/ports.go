@@ -108,8 +108,11 @@ type ProviderAPI struct {
 	DeviceSubscriptionReads Reads[readmodel.Subscription, readmodel.SubscriptionQuery]
 	// Devices: a create registers a device for an account (pre-bound); a
 	// delete unbinds it.
-	Devices      Writes[readmodel.Device, command.DeviceInput]
-	DeviceReads  Reads[readmodel.Device, readmodel.DeviceQuery]
+	Devices     Writes[readmodel.Device, command.DeviceInput]
+	DeviceReads Reads[readmodel.Device, readmodel.DeviceQuery]
+	// DeviceOnline reports whether a device's websocket is open on this
+	// node (a device's "online"); nil answers false.
+	DeviceOnline func(device int64) bool
 	Networks     Writes[readmodel.AccountNetwork, command.NetworkInput]
 	NetworkReads Reads[readmodel.AccountNetwork, readmodel.NetworkQuery]
 	Changes      ChangeFeed

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -135,7 +136,9 @@ func providerDevices(api ProviderAPI, idem Idempotency) providerResource[readmod
 			}
 			return dq
 		},
-		decode: readProviderDevice, view: providerDevice, render: encodeProviderDevice,
+		decode: readProviderDevice,
+		view:   func(d readmodel.Device) providerDeviceJSON { return providerDevice(d, api.DeviceOnline) },
+		render: func(d readmodel.Device) ([]byte, error) { return json.Marshal(providerDevice(d, api.DeviceOnline)) },
 	}
 }
 

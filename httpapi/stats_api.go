@@ -63,6 +63,26 @@ func MountStats(g *gin.RouterGroup, svc StatsService, auth ...gin.HandlerFunc) e
 
 type statsHandlers struct{ svc StatsService }
 
+// ClosedThroughHeader names the last closed day (YYYY-MM-DD) on statistics
+// answers, absent while no day is closed: the days after it are not in any
+// answer yet.
+const ClosedThroughHeader = "X-TVSM-Closed-Through"
+
+// parse parses the request (statsQuery) and, when the service knows it,
+// sets ClosedThroughHeader.
+func (h *statsHandlers) parse(c *gin.Context) (query.StatsQuery, error) {
+	q, err := statsQuery(c)
+	if err != nil {
+		return q, err
+	}
+	if closed, ok := h.svc.(interface{ ClosedThrough() (stats.Day, bool) }); ok {
+		if day, ok := closed.ClosedThrough(); ok {
+			c.Header(ClosedThroughHeader, day.String())
+		}
+	}
+	return q, nil
+}
+
 // ParseStatsQuery parses the Statistics API's query parameters: from and
 // to (required dates YYYY-MM-DD, from <= to, at most query.MaxRangeDays
 // days) and provider_id (optional, positive). Bad input gives a 400
@@ -147,7 +167,7 @@ func extendWriteDeadline(c *gin.Context) {
 // fact store's query. Field names and order are the Statistics API's.
 
 func (h *statsHandlers) subscription(c *gin.Context) {
-	q, err := statsQuery(c)
+	q, err := h.parse(c)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -201,7 +221,7 @@ func (w *subscriptionStream) EndProvider() error {
 }
 
 func (h *statsHandlers) device(c *gin.Context) {
-	q, err := statsQuery(c)
+	q, err := h.parse(c)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -227,7 +247,7 @@ func (h *statsHandlers) device(c *gin.Context) {
 }
 
 func (h *statsHandlers) account(c *gin.Context) {
-	q, err := statsQuery(c)
+	q, err := h.parse(c)
 	if err != nil {
 		WriteError(c, err)
 		return

@@ -53,6 +53,10 @@ func (q StatsQuery) Validate() error {
 	return nil
 }
 
+// ClosedThrough returns the last closed day; ok is false while no day is
+// closed.
+func (s *Statistics) ClosedThrough() (stats.Day, bool) { return s.closed.ClosedThrough() }
+
 // scope returns the providers to report on, and the range of closed days
 // to read (ok false: none of the range is closed).
 func (s *Statistics) scope(q StatsQuery) (providers []int64, r stats.Range, ok bool, err error) {

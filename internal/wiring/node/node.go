@@ -333,7 +333,7 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 			Accounts: cmds.Accounts, AccountReads: qs.Accounts,
 			Subscriptions: cmds.Subscriptions, SubscriptionReads: qs.Subscriptions,
 			DeviceSubscriptions: cmds.DeviceSubscriptions, DeviceSubscriptionReads: qs.DeviceSubscriptions,
-			Devices: cmds.Devices, DeviceReads: qs.Devices,
+			Devices: cmds.Devices, DeviceReads: qs.Devices, DeviceOnline: n.Hub.Connected,
 			Networks: cmds.Networks, NetworkReads: qs.Networks,
 			Changes: qs.Changes,
 			Sends:   cmds.Sends, Receipts: qs.Sends,
