@@ -32,14 +32,13 @@ const Path = "/admin"
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
 	"img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
-// Mount serves the console on engine: GET and HEAD of /admin (and /admin/,
-// which the engine's handler answers as /admin) give the page, /admin/NAME
-// its files.
+// Mount serves the console on engine: /admin (and /admin/, which the
+// engine's handler answers as /admin) is the page, /admin/NAME its files.
+// They are public: the page holds no data, and asks for the admin's
+// credentials before it calls an API.
 func Mount(engine *gin.Engine) {
 	engine.GET(Path, serve)
-	engine.HEAD(Path, serve)
 	engine.GET(Path+"/*file", serve)
-	engine.HEAD(Path+"/*file", serve)
 }
 
 func serve(c *gin.Context) {
