@@ -207,7 +207,7 @@ func (w *world) runDevice(t *testing.T) {
 
 // tab drives one browser tab with a deadline per step.
 type tab struct {
-	t        *testing.T
+	t        testing.TB
 	ctx      context.Context
 	url      string
 	shots    string

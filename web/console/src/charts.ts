@@ -34,7 +34,7 @@ export function lineChart(el: ChartElement, title: string, data: DailyData): () 
   const x = data.days.map(dayToSeconds)
   const opts: uPlot.Options = {
     width: Math.max(280, el.clientWidth),
-    height: Math.max(200, el.clientHeight - 70),
+    height: Math.max(200, el.clientHeight - 105),
     tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
     cursor: { drag: { x: true, y: false } },
     legend: { show: true, live: true },
