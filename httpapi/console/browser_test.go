@@ -17,6 +17,7 @@ import (
 
 	"tvsm/internal/testkit/browser"
 	"tvsm/internal/testkit/nodetest"
+	"tvsm/internal/tools/demo"
 	"tvsm/internal/tools/simulate"
 )
 
@@ -424,4 +425,52 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("a Beta admin's chart shows %q, want only Beta TV", labels)
 		}
 	})
+}
+
+// TestConsoleOnDemo browses a demo history: paging through the accounts,
+// an account with months of history, and the statistics of the last 30
+// days at desktop and phone widths. Its screenshots illustrate the README
+// (make screenshots).
+func TestConsoleOnDemo(t *testing.T) {
+	dir := t.TempDir()
+	writeDemo(t, dir, demo.Options{Days: 60, Accounts: 400, Seed: 5})
+	env := nodetest.StartWith(t, nodetest.Options{Dir: dir})
+	ctx := browser.Start(t, browser.Options{Width: 1280, Height: 900})
+	b := &tab{t: t, ctx: ctx, url: env.URL, shots: browser.ScreenshotDir(t)}
+	b.signIn(env.SuperLogin, env.SuperPassword)
+
+	b.wait(`document.querySelector('.summary')?.textContent.includes('page 1 of')`)
+	pages := evaluate[int](b, `Number(document.querySelector('.summary').textContent.match(/of ([\d,]+)/)[1].replace(/,/g, ''))`)
+	first := evaluate[string](b, `document.querySelector('.reserve-accounts tbody tr').textContent`)
+	b.do(chromedp.Click(chromedp.CSS(`button[aria-label="Next page"]`)))
+	b.wait(fmt.Sprintf(`document.querySelector('.summary')?.textContent.includes('page 2 of %d') &&
+		document.querySelector('.reserve-accounts tbody tr').textContent !== %q`, pages, first))
+	b.do(chromedp.Click(chromedp.CSS(`button[aria-label="Last page"]`)))
+	b.wait(fmt.Sprintf(`document.querySelector('.summary')?.textContent.includes('page %d of %d')`, pages, pages))
+	b.open("#/accounts")
+	b.wait(`document.querySelectorAll('.reserve-accounts tbody tr').length === 25`)
+	b.shot("demo-accounts")
+
+	// The oldest account has the longest history.
+	b.open("#/accounts?sort=id")
+	b.wait(`document.querySelector('.reserve-accounts tbody a') !== null`)
+	b.do(chromedp.Click(chromedp.CSS(`.reserve-accounts tbody a`)))
+	b.wait(`document.querySelectorAll('ol.timeline li').length >= 3 && document.querySelector('#acc-devs')?.parentElement.querySelector('table') !== null`)
+	b.shot("demo-account")
+
+	b.do(chromedp.EmulateViewport(1280, 1750))
+	b.open("#/stats")
+	b.wait(`document.querySelector('.charts')?.dataset.state === 'ready'`)
+	if n := evaluate[int](b, `document.getElementById('chart-subscriptions').chartData.days.length`); n != 30 {
+		t.Errorf("the default range shows %d closed days, want the last 30", n)
+	}
+	b.shot("demo-stats")
+
+	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+	b.open("#/accounts")
+	b.wait(`document.querySelectorAll('.reserve-accounts tbody tr').length === 25`)
+	if evaluate[bool](b, `document.documentElement.scrollWidth > window.innerWidth + 1`) {
+		t.Errorf("the accounts page is wider than a phone: %d px", evaluate[int](b, `document.documentElement.scrollWidth`))
+	}
+	b.shot("demo-phone")
 }

@@ -127,5 +127,6 @@ export async function accountPage(p: Page, id: number): Promise<void> {
 function show(v: unknown): string {
   if (v === null || v === undefined) return '∅'
   if (typeof v === 'object') return JSON.stringify(v)
+  if (typeof v === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}$/.test(v)) return fmtTime(v)
   return String(v)
 }

@@ -29,7 +29,8 @@ export async function accountsPage(p: Page): Promise<void> {
   const mode = h('select', { name: 'mode' }, modes.map(([v, l]) => h('option', { value: v, selected: v === (params.get('mode') ?? 'quick') }, l)))
   const provider = h('select', { name: 'provider' }, h('option', { value: '' }, me.provider === null ? 'All providers' : 'My provider'))
   const sort = h('select', { name: 'sort' },
-    [['-id', 'Newest first'], ['id', 'Oldest first'], ['login', 'Login'], ['-updated', 'Recently changed']].map(([v, l]) =>
+    // Only id orders: the read model pages them without sorting, at any size.
+    [['-id', 'Newest first'], ['id', 'Oldest first']].map(([v, l]) =>
       h('option', { value: v, selected: v === (params.get('sort') ?? '-id') }, l)))
   const pageNo = Math.max(1, Number(params.get('page') ?? '1') || 1)
   const list = h('div', { class: 'reserve reserve-accounts' })

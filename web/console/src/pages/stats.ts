@@ -123,6 +123,7 @@ export async function statsPage(p: Page): Promise<void> {
 export function daily(a: SubscriptionAnswer, value: (t: TariffStat) => number): DailyData {
   const days = new Set<string>()
   const names = new Map<number, string>()
+  const providerOf = new Map<number, number>()
   const byDay = new Map<string, Map<number, number>>()
   for (const ps of a.provider_stat) {
     for (const d of ps.subscriptions_stat) {
@@ -132,13 +133,16 @@ export function daily(a: SubscriptionAnswer, value: (t: TariffStat) => number): 
       for (const t of d.subscriptions) {
         m.set(t.tariff_id, value(t))
         if (t.name || !names.has(t.tariff_id)) names.set(t.tariff_id, t.name)
+        providerOf.set(t.tariff_id, ps.provider_id)
       }
     }
   }
   const sortedDays = [...days].sort()
   const ids = [...names.keys()].sort((x, y) => x - y)
+  // Tariffs of several providers may share names: say whose they are.
+  const whose = (id: number) => (a.provider_stat.length > 1 ? ` · provider ${providerOf.get(id)}` : '')
   const series: Series[] = ids.map((id) => ({
-    id, label: names.get(id) ? `${names.get(id)} (${id})` : `tariff ${id} (deleted)`,
+    id, label: (names.get(id) ? `${names.get(id)} (${id})` : `tariff ${id} (deleted)`) + whose(id),
     values: sortedDays.map((d) => byDay.get(d)?.get(id) ?? null),
   }))
   return { days: sortedDays, series }
