@@ -561,3 +561,15 @@ func TestStatsAccountDictionaryOfUnknownIDs(t *testing.T) {
 		"channels":[{"id":7,"name":"Seven","favorites":[5]},{"id":42,"name":"","favorites":[]}],
 		"favorites":[{"id":5,"name":""}]}]}`)
 }
+
+// Every statistics answer names the last closed day, so that a client
+// knows which days of its range are in it.
+func TestStatsClosedThroughHeader(t *testing.T) {
+	e := stWorld(t)
+	for _, path := range []string{"/subscription", "/device", "/account"} {
+		resp, body := e.get("super", path+"?from=2026-03-01&to=2026-03-05")
+		if got := resp.Header.Get(httpapi.ClosedThroughHeader); resp.StatusCode != http.StatusOK || got != "2026-03-02" {
+			t.Errorf("GET %s: %d, %s %q, want 2026-03-02\n%s", path, resp.StatusCode, httpapi.ClosedThroughHeader, got, body)
+		}
+	}
+}

@@ -56,12 +56,3 @@ func serve(c *gin.Context) {
 	}
 	files.Serve(c.Writer, c.Request, name, cache)
 }
-
-// Names lists the files the console serves.
-func Names() []string { return files.Names() }
-
-// Has reports whether the console holds a file name ("" is the page).
-func Has(name string) bool {
-	_, _, _, ok := files.Open(name)
-	return ok
-}

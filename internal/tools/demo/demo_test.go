@@ -313,4 +313,3 @@ func parseTime(t *testing.T, v any) time.Time {
 	}
 	return tm
 }
-

@@ -76,3 +76,25 @@ export function go(route: string): void {
   if (location.hash === route) window.dispatchEvent(new HashChangeEvent('hashchange'))
   else location.hash = route
 }
+
+// editor fills box with a form titled title holding fields, whose submit
+// runs save (progress and the API's cause shown on the page) and, when it
+// succeeded, closes the form and runs then.
+export function editor(p: Page, box: HTMLElement, title: string, submit: string, fields: Node[],
+  save: () => Promise<unknown>, then: () => Promise<void>): void {
+  const button = h('button', { type: 'submit' }, submit)
+  replace(box, h('form', {
+    onsubmit: async (ev: Event) => {
+      ev.preventDefault()
+      button.disabled = true
+      const ok = await p.guard('Saving', save)
+      button.disabled = false
+      if (ok !== undefined) { box.hidden = true; await then() }
+    },
+  },
+  h('h2', null, title),
+  h('div', { class: 'grid' }, ...fields),
+  h('div', { class: 'actions' }, button, h('button', { type: 'button', class: 'secondary', onclick: () => { box.hidden = true } }, 'Cancel'))))
+  box.hidden = false
+  ;(box.querySelector('input, select, textarea') as HTMLElement | null)?.focus()
+}

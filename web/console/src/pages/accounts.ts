@@ -52,7 +52,8 @@ export async function accountsPage(p: Page): Promise<void> {
 
   const text = q.value.trim()
   const filters: Record<string, string | number> = {}
-  if (provider.value || params.get('provider')) filters.provider = params.get('provider') ?? ''
+  const chosen = params.get('provider')
+  if (chosen) filters.provider = chosen
   let result: List<Account> | undefined
   if (mode.value === 'mac' && text) {
     result = await p.guard('Searching devices', async () => {

@@ -1,7 +1,7 @@
 // Tariffs and channels (the Admin API's catalog).
 import { currentAdmin, getAll, request } from '../api'
 import { h, replace, field, table, yesNo } from '../dom'
-import { Page, heading } from '../app'
+import { Page, heading, editor } from '../app'
 import type { Provider } from './providers'
 
 export interface Tariff { id: number; provider: number; name: string; enabled: boolean; channels: number[]; description: string | null }
@@ -10,12 +10,12 @@ export interface Channel { id: number; name: string; number: number; enabled: bo
 export async function tariffsPage(p: Page): Promise<void> {
   const me = currentAdmin()!
   const list = h('div', { class: 'reserve' })
-  const editor = h('section', { class: 'card', 'aria-label': 'Tariff editor', hidden: true })
+  const box = h('section', { class: 'card', 'aria-label': 'Tariff editor', hidden: true })
   const provider = h('select', { 'aria-label': 'Provider' })
   p.root.append(heading('Tariffs', h('button', { type: 'button', onclick: () => edit(null) }, 'New tariff')),
     h('form', { class: 'filters', onsubmit: (e: Event) => { e.preventDefault(); void load() } },
       field('Provider', provider), h('button', { type: 'submit', class: 'secondary' }, 'Show')),
-    p.status, editor, list)
+    p.status, box, list)
 
   const [providers, channels] = await Promise.all([
     getAll<Provider>('/api/admin/providers', {}, { signal: p.signal }),
@@ -46,28 +46,18 @@ export async function tariffsPage(p: Page): Promise<void> {
     const description = h('textarea', { rows: 2, maxlength: 1000 }, t?.description ?? '')
     const chans = h('select', { multiple: true, size: Math.min(8, Math.max(3, channels.length)) },
       channels.map((c) => h('option', { value: c.id, selected: t?.channels.includes(c.id) ?? false }, `${c.number}. ${c.name}`)))
-    const save = h('button', { type: 'submit' }, t ? 'Save' : 'Create')
-    replace(editor, h('form', {
-      onsubmit: async (ev: Event) => {
-        ev.preventDefault()
-        const body: Record<string, unknown> = {
-          name: name.value.trim(), enabled: enabled.checked, description: description.value.trim() || null,
-          channels: Array.from(chans.selectedOptions).map((o) => Number(o.value)),
-        }
-        if (!t) body.provider = Number(prov.value)
-        save.disabled = true
-        const ok = await p.guard('Saving', () => t ? request('PUT', `/api/admin/tariffs/${t.id}`, body) : request('POST', '/api/admin/tariffs', body))
-        save.disabled = false
-        if (ok) { editor.hidden = true; await load() }
-      },
-    },
-    h('h2', null, t ? `Tariff ${t.id}` : 'New tariff'),
-    h('div', { class: 'grid' }, field('Name', name), field('Provider', prov),
+    editor(p, box, t ? `Tariff ${t.id}` : 'New tariff', t ? 'Save' : 'Create', [
+      field('Name', name), field('Provider', prov),
       h('div', { class: 'field check' }, h('label', null, enabled, ' Enabled')),
-      field('Channels', chans, 'Ctrl or Shift to choose several'), field('Description', description)),
-    h('div', { class: 'actions' }, save, h('button', { type: 'button', class: 'secondary', onclick: () => { editor.hidden = true } }, 'Cancel'))))
-    editor.hidden = false
-    name.focus()
+      field('Channels', chans, 'Ctrl or Shift to choose several'), field('Description', description),
+    ], () => {
+      const body: Record<string, unknown> = {
+        name: name.value.trim(), enabled: enabled.checked, description: description.value.trim() || null,
+        channels: Array.from(chans.selectedOptions).map((o) => Number(o.value)),
+      }
+      if (!t) body.provider = Number(prov.value)
+      return t ? request('PUT', `/api/admin/tariffs/${t.id}`, body) : request('POST', '/api/admin/tariffs', body)
+    }, load)
   }
   await load()
 }
@@ -75,12 +65,12 @@ export async function tariffsPage(p: Page): Promise<void> {
 export async function channelsPage(p: Page): Promise<void> {
   const superadmin = currentAdmin()!.provider === null
   const list = h('div', { class: 'reserve' })
-  const editor = h('section', { class: 'card', 'aria-label': 'Channel editor', hidden: true })
+  const box = h('section', { class: 'card', 'aria-label': 'Channel editor', hidden: true })
   const search = h('input', { type: 'search', placeholder: 'name', 'aria-label': 'Search channels' })
   p.root.append(heading('Channels', superadmin ? h('button', { type: 'button', onclick: () => edit(null) }, 'New channel') : h('span')),
     h('form', { class: 'filters', onsubmit: (e: Event) => { e.preventDefault(); void load() } },
       field('Search', search), h('button', { type: 'submit', class: 'secondary' }, 'Search')),
-    p.status, editor, list)
+    p.status, box, list)
 
   async function load(): Promise<void> {
     const rows = await p.guard('Loading channels', () =>
@@ -95,23 +85,13 @@ export async function channelsPage(p: Page): Promise<void> {
     const name = h('input', { value: c?.name ?? '', required: true, maxlength: 100 })
     const number = h('input', { type: 'number', min: 0, value: c?.number ?? '', required: true })
     const enabled = h('input', { type: 'checkbox', checked: c?.enabled ?? true })
-    const save = h('button', { type: 'submit' }, c ? 'Save' : 'Create')
-    replace(editor, h('form', {
-      onsubmit: async (ev: Event) => {
-        ev.preventDefault()
-        const body = { name: name.value.trim(), number: Number(number.value), enabled: enabled.checked }
-        save.disabled = true
-        const ok = await p.guard('Saving', () => c ? request('PUT', `/api/admin/channels/${c.id}`, body) : request('POST', '/api/admin/channels', body))
-        save.disabled = false
-        if (ok) { editor.hidden = true; await load() }
-      },
-    },
-    h('h2', null, c ? `Channel ${c.id}` : 'New channel'),
-    h('div', { class: 'grid' }, field('Name', name), field('Number', number),
-      h('div', { class: 'field check' }, h('label', null, enabled, ' Enabled'))),
-    h('div', { class: 'actions' }, save, h('button', { type: 'button', class: 'secondary', onclick: () => { editor.hidden = true } }, 'Cancel'))))
-    editor.hidden = false
-    name.focus()
+    editor(p, box, c ? `Channel ${c.id}` : 'New channel', c ? 'Save' : 'Create', [
+      field('Name', name), field('Number', number),
+      h('div', { class: 'field check' }, h('label', null, enabled, ' Enabled')),
+    ], () => {
+      const body = { name: name.value.trim(), number: Number(number.value), enabled: enabled.checked }
+      return c ? request('PUT', `/api/admin/channels/${c.id}`, body) : request('POST', '/api/admin/channels', body)
+    }, load)
   }
   await load()
 }

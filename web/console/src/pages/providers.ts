@@ -2,7 +2,7 @@
 // the API says only whether one is set.
 import { currentAdmin, getAll, request } from '../api'
 import { h, replace, field, table, yesNo } from '../dom'
-import { Page, heading } from '../app'
+import { Page, heading, editor } from '../app'
 
 export interface Provider {
   id: number; name: string; enabled: boolean; devices_per_account_limit: number | null
@@ -13,10 +13,10 @@ export interface Provider {
 export async function providersPage(p: Page): Promise<void> {
   const superadmin = currentAdmin()!.provider === null
   const list = h('div', { class: 'reserve' })
-  const editor = h('section', { class: 'card', 'aria-label': 'Provider editor', hidden: true })
+  const box = h('section', { class: 'card', 'aria-label': 'Provider editor', hidden: true })
   p.root.append(heading('Providers',
     superadmin ? h('button', { type: 'button', onclick: () => edit(null) }, 'New provider') : h('span')),
-  p.status, editor, list)
+  p.status, box, list)
 
   async function load(): Promise<void> {
     const rows = await p.guard('Loading providers', () => getAll<Provider>('/api/admin/providers', {}, { signal: p.signal }))
@@ -35,37 +35,22 @@ export async function providersPage(p: Page): Promise<void> {
     const url = h('input', { type: 'url', value: v?.billing.url ?? '', placeholder: 'https://billing.example/api' })
     const token = h('input', { type: 'password', autocomplete: 'new-password', placeholder: v?.billing.token_set ? 'set — leave empty to keep' : 'not set' })
     const clear = h('input', { type: 'checkbox' })
-    const save = h('button', { type: 'submit' }, v ? 'Save' : 'Create')
-    const form = h('form', {
-      onsubmit: async (ev: Event) => {
-        ev.preventDefault()
-        const billing: Record<string, unknown> = { resolve: resolve.checked, url: url.value.trim() || null }
-        if (clear.checked) billing.token = null
-        else if (token.value) billing.token = token.value
-        const body: Record<string, unknown> = { name: name.value.trim(), enabled: enabled.checked, billing,
-          devices_per_account_limit: limit.value === '' ? null : Number(limit.value) }
-        save.disabled = true
-        const ok = await p.guard('Saving', () => v
-          ? request('PUT', `/api/admin/providers/${v.id}`, body)
-          : request('POST', '/api/admin/providers', body))
-        save.disabled = false
-        if (ok) { editor.hidden = true; await load() }
-      },
-    },
-    h('h2', null, v ? `Provider ${v.id}` : 'New provider'),
-    h('div', { class: 'grid' },
+    editor(p, box, v ? `Provider ${v.id}` : 'New provider', v ? 'Save' : 'Create', [
       field('Name', name), field('Device limit per account', limit, 'empty: unlimited'),
       h('div', { class: 'field check' }, h('label', null, enabled, ' Enabled')),
       h('fieldset', null, h('legend', null, 'Billing'),
         h('div', { class: 'field check' }, h('label', null, resolve, ' Resolve subscribers through the billing')),
         field('Billing URL', url),
         field('Token', token, 'write-only: never shown'),
-        v?.billing.token_set ? h('div', { class: 'field check' }, h('label', null, clear, ' Remove the token')) : null)),
-    h('div', { class: 'actions' }, save,
-      h('button', { type: 'button', class: 'secondary', onclick: () => { editor.hidden = true } }, 'Cancel')))
-    replace(editor, form)
-    editor.hidden = false
-    name.focus()
+        v?.billing.token_set ? h('div', { class: 'field check' }, h('label', null, clear, ' Remove the token')) : null),
+    ], () => {
+      const billing: Record<string, unknown> = { resolve: resolve.checked, url: url.value.trim() || null }
+      if (clear.checked) billing.token = null
+      else if (token.value) billing.token = token.value
+      const body: Record<string, unknown> = { name: name.value.trim(), enabled: enabled.checked, billing,
+        devices_per_account_limit: limit.value === '' ? null : Number(limit.value) }
+      return v ? request('PUT', `/api/admin/providers/${v.id}`, body) : request('POST', '/api/admin/providers', body)
+    }, load)
   }
 
   await load()
