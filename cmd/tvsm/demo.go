@@ -57,6 +57,19 @@ func demoCmd(ctx context.Context, args []string, lookupEnv func(string) (string,
 	case o.DataDir == "":
 		return &configError{errors.New("--data is required")}
 	}
+	// Zero means the default in demo.Options; on the command line it is a
+	// mistake.
+	for _, f := range []struct {
+		name  string
+		value int
+	}{{"days", o.Days}, {"accounts", o.Accounts}, {"providers", o.Providers}, {"channels", o.Channels}} {
+		if f.value < 1 {
+			return &configError{fmt.Errorf("--%s must be at least 1", f.name)}
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return &configError{err}
+	}
 	if entries, err := os.ReadDir(o.DataDir); err == nil && len(entries) > 0 {
 		return &configError{fmt.Errorf("--data %s is not empty: the demo writes a fresh data directory", o.DataDir)}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"tvsm/internal/testkit/browser"
 	"tvsm/internal/testkit/nodetest"
@@ -215,6 +216,9 @@ type tab struct {
 	lastShot string
 }
 
+// on returns the tab reporting to t (a subtest).
+func (b *tab) on(t testing.TB) *tab { c := *b; c.t = t; return &c }
+
 func (b *tab) do(actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
@@ -296,20 +300,32 @@ func TestConsoleInBrowser(t *testing.T) {
 		return err
 	}))
 
-	t.Run("sign in", func(t *testing.T) {
+	// Each step builds on the one before: stop at the first that fails.
+	step := func(name string, f func(t *testing.T)) {
+		if !t.Failed() {
+			t.Run(name, f)
+		}
+	}
+	step("sign in", func(t *testing.T) {
+		b := b.on(t)
 		b.do(chromedp.Navigate(b.url+"/admin/"), chromedp.WaitVisible(chromedp.CSS(`form.signin`)))
 		b.shot("signin")
 		b.do(chromedp.SetValue(chromedp.CSS(`input[name=login]`), w.env.SuperLogin),
 			chromedp.SetValue(chromedp.CSS(`input[name=password]`), "wrong-password"),
 			chromedp.Click(chromedp.CSS(`form.signin button[type=submit]`)))
 		b.wait(`document.querySelector('.status.error')?.textContent.includes('wrong login or password')`)
-		b.signIn(w.env.SuperLogin, w.env.SuperPassword)
+		// By keyboard: type the login, Tab to the password, Enter submits.
+		evaluate[bool](b, `document.querySelectorAll('form.signin input').forEach(i => { i.value = '' }) || true`)
+		b.do(chromedp.Focus(chromedp.CSS(`input[name=login]`)),
+			chromedp.KeyEvent(w.env.SuperLogin+kb.Tab+w.env.SuperPassword+kb.Enter))
+		b.wait(`document.querySelector('main h1')?.textContent === 'Accounts'`)
 		if got := evaluate[string](b, `document.activeElement.tagName`); got != "H1" {
 			t.Errorf("focus after sign-in on %s, want the page heading", got)
 		}
 	})
 
-	t.Run("find an account", func(t *testing.T) {
+	step("find an account", func(t *testing.T) {
+		b := b.on(t)
 		b.wait(`document.querySelectorAll('.reserve-accounts tbody tr').length === 4`)
 		b.do(chromedp.SetValue(chromedp.CSS(`input[name=q]`), "Alice"), chromedp.Click(chromedp.CSS(`form[role=search] button[type=submit]`)))
 		b.wait(`location.hash.includes('q=Alice') && document.querySelectorAll('.reserve-accounts tbody tr').length === 1 &&
@@ -329,7 +345,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	})
 
-	t.Run("read its history", func(t *testing.T) {
+	step("read its history", func(t *testing.T) {
+		b := b.on(t)
 		b.open(fmt.Sprintf("#/accounts?q=%s", "sim000000"))
 		b.wait(`document.querySelector('.reserve-accounts tbody a') !== null`)
 		b.do(chromedp.Click(chromedp.CSS(`.reserve-accounts tbody a`)))
@@ -342,7 +359,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.shot("account")
 	})
 
-	t.Run("send a message and watch the receipt", func(t *testing.T) {
+	step("send a message and watch the receipt", func(t *testing.T) {
+		b := b.on(t)
 		b.do(chromedp.Click(chromedp.CSS(`#acc-send + button`)))
 		b.wait(`document.querySelector('form.command-form textarea') !== null`)
 		b.do(chromedp.SetValue(chromedp.CSS(`form.command-form textarea`), "Hello from the console"),
@@ -353,7 +371,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.shot("receipts")
 	})
 
-	t.Run("statistics equal the API", func(t *testing.T) {
+	step("statistics equal the API", func(t *testing.T) {
+		b := b.on(t)
 		b.open(fmt.Sprintf("#/stats?from=%s&to=%s&provider=%d", w.dayA, w.dayB, w.acme))
 		b.wait(`document.querySelector('.charts')?.dataset.state === 'ready'`)
 		b.shot("stats")
@@ -363,7 +382,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	})
 
-	t.Run("providers, tariffs, channels", func(t *testing.T) {
+	step("providers, tariffs, channels", func(t *testing.T) {
+		b := b.on(t)
 		b.open("#/providers")
 		b.wait(`document.querySelectorAll('main tbody tr').length === 2`)
 		b.do(chromedp.Click(chromedp.CSS(`main tbody tr:first-child button`)))
@@ -389,7 +409,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.shot("channels")
 	})
 
-	t.Run("phone width", func(t *testing.T) {
+	step("phone width", func(t *testing.T) {
+		b := b.on(t)
 		b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
 		b.open(fmt.Sprintf("#/accounts/%d", w.alice))
 		b.wait(`document.querySelectorAll('ol.timeline li').length >= 4`)
@@ -400,7 +421,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.do(chromedp.EmulateViewport(1280, 900))
 	})
 
-	t.Run("a provider-scoped admin sees only its provider", func(t *testing.T) {
+	step("a provider-scoped admin sees only its provider", func(t *testing.T) {
+		b := b.on(t)
 		b.do(chromedp.Click(chromedp.CSS(`header .who button`)))
 		b.wait(`document.querySelector('form.signin') !== null`)
 		b.signIn(w.scopedLogin, w.scopedPassword)

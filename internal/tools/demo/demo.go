@@ -81,10 +81,8 @@ type Result struct {
 	ClosedThrough     string // the last closed statistics day
 }
 
-func (o *Options) defaults() error {
-	if o.DataDir == "" || o.Store == nil {
-		return errors.New("demo: DataDir and Store are required")
-	}
+// Validate fills in the defaults of o's zero fields and checks the sizes.
+func (o *Options) Validate() error {
 	o.Days = cmp.Or(o.Days, 90)
 	o.Accounts = cmp.Or(o.Accounts, 1000)
 	o.Providers = cmp.Or(o.Providers, 2)
@@ -139,7 +137,10 @@ func (c *clock) set(start, end time.Time) {
 
 // Run writes the history. The store must be empty.
 func Run(ctx context.Context, o Options) (Result, error) {
-	if err := o.defaults(); err != nil {
+	if o.DataDir == "" || o.Store == nil {
+		return Result{}, errors.New("demo: DataDir and Store are required")
+	}
+	if err := o.Validate(); err != nil {
 		return Result{}, err
 	}
 	if head, err := o.Store.Head(ctx); err != nil {
