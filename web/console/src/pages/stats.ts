@@ -65,38 +65,55 @@ export async function statsPage(p: Page): Promise<void> {
   const range = { from: from.value, to: to.value, provider_id: p.params.get('provider') }
   const disposers: (() => void)[] = []
   p.signal.addEventListener('abort', () => disposers.forEach((d) => d()))
+  // Each chart is drawn as soon as its answer arrives: the line charts do
+  // not wait for the viewing sums, which take longer over a long range.
   const started = performance.now()
-  try {
-    setBusy(p.status, 'Loading statistics')
-    const progress = (bytes: number) => setBusy(p.status, `Loading statistics: ${(bytes / 1e6).toFixed(1)} MB`)
-    const [subText, dev, acc] = await Promise.all([
-      requestText('GET', '/api/stats/subscription' + query(range), undefined, { signal: p.signal, onProgress: progress }),
-      get<DeviceAnswer>('/api/stats/device' + query(range), { signal: p.signal }),
-      get<AccountAnswer>('/api/stats/account' + query(range), { signal: p.signal }),
-    ])
-    subs = JSON.parse(subText) as SubscriptionAnswer
-    devices = dev
-    setBusy(p.status, 'Drawing')
+  const mark = (name: string) => charts.setAttribute(`data-${name}-ms`, String(Math.round(performance.now() - started)))
+  let loading = 3
+  let broken = false
+  const progress = (bytes: number) => setBusy(p.status, `Loading statistics: ${(bytes / 1e6).toFixed(1)} MB`)
+  const done = () => {
+    if (--loading > 0 || p.signal.aborted || broken) return
+    clearStatus(p.status)
+    mark('render')
+    charts.setAttribute('data-state', 'ready')
+  }
+  const failed = (e: unknown) => {
+    if (p.signal.aborted) return
+    broken = true
+    showError(p.status, e)
+    charts.setAttribute('data-state', 'error')
+  }
+  setBusy(p.status, 'Loading statistics')
+  const lines = requestText('GET', '/api/stats/subscription' + query(range), undefined, { signal: p.signal, onProgress: progress }).then((text) => {
+    mark('fetch')
+    subs = JSON.parse(text) as SubscriptionAnswer
+    mark('parse')
     const enabled = daily(subs, (t) => t.enabled_count)
     const active = daily(subs, (t) => t.active_count)
     closed.textContent = enabled.days.length ? `closed days ${enabled.days[0]} to ${enabled.days[enabled.days.length - 1]}` : 'no closed day in range'
     disposers.push(lineChart(subsChart, 'Enabled subscribers per tariff', enabled))
     disposers.push(lineChart(activeChart, 'Active accounts per tariff', active))
+    mark('lines')
+    done()
+  })
+  const classBars = get<DeviceAnswer>('/api/stats/device' + query(range), { signal: p.signal }).then((dev) => {
+    devices = dev
     const classes = byClass(dev)
     barChart(classChart, 'Viewing minutes by device class', classes.map((c) => ({
       label: c.class, parts: [{ name: 'live', value: c.live_minutes }, { name: 'dvr', value: c.dvr_minutes }],
       note: `${c.unique_devices.toLocaleString('en')} devices`,
     })), 'minutes', classes)
+    done()
+  })
+  const channelBars = get<AccountAnswer>('/api/stats/account' + query(range), { signal: p.signal }).then((acc) => {
     channels = topChannels(acc)
     barChart(channelChart, 'Top channels', channels.slice(0, 10).map((c) => ({
       label: c.name || `channel ${c.id}`, parts: [{ name: 'live', value: c.live }, { name: 'dvr', value: c.dvr }],
     })), 'minutes', channels)
-    clearStatus(p.status)
-    charts.setAttribute('data-state', 'ready')
-    charts.setAttribute('data-render-ms', String(Math.round(performance.now() - started)))
-  } catch (e) {
-    if (!p.signal.aborted) { showError(p.status, e); charts.setAttribute('data-state', 'error') }
-  }
+    done()
+  })
+  await Promise.all([lines, classBars, channelBars]).catch(failed)
 
   function subscriptionsCSV(): string {
     const rows: (string | number)[][] = []
