@@ -407,6 +407,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.open("#/channels")
 		b.wait(`document.querySelector('main tbody')?.textContent.includes('Sport One')`)
 		b.shot("channels")
+		b.open("#/commands")
+		b.wait(`document.querySelector('form.command-form select') !== null`)
+		b.shot("commands")
 	})
 
 	step("phone width", func(t *testing.T) {

@@ -24,10 +24,14 @@ export async function accountPage(p: Page, id: number): Promise<void> {
   const devs = h('section', { class: 'card', 'aria-labelledby': 'acc-devs' }, h('h2', { id: 'acc-devs' }, 'Devices'))
   const send = h('section', { class: 'card', 'aria-labelledby': 'acc-send' })
   const hist = h('section', { class: 'card', 'aria-labelledby': 'acc-hist' }, h('h2', { id: 'acc-hist' }, 'History'))
-  p.root.append(title, p.status, h('div', { class: 'columns' }, h('div', null, fields, subs, devs, send), hist))
+  const columns = h('div', { class: 'columns' }, h('div', null, fields, subs, devs, send), hist)
+  p.root.append(title, p.status, columns)
 
   const acc = await p.guard('Loading the account', () => get<Account>(`/api/provider/accounts/${id}`, { signal: p.signal }))
-  if (!acc) return
+  if (!acc) {
+    columns.remove() // the status line says why
+    return
+  }
   title.querySelector('h1')!.textContent = `${acc.login} — ${acc.fullname}`
   renderFields(acc)
 
