@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # Extra arguments for `make run`, e.g. make run ARGS='--http :9090 --log-level debug'.
 ARGS     ?=
 
-.PHONY: all run build test compat bench bench-broadcast lint fuzz clean
+.PHONY: all run build test compat bench bench-broadcast lint fuzz clean console console-check screenshots
 
 all: lint build test
 
@@ -69,6 +69,25 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) "$$dir"; \
 		done; \
 	done
+
+## console: rebuild the admin console (web/console) into httpapi/console/dist; needs Node.js and npm
+console:
+	cd web/console && npm ci --no-audit --no-fund && npm run build
+
+## console-check: fail when the committed console build differs from a fresh build of its sources
+console-check: console
+	@git diff --exit-code --stat -- httpapi/console/dist || \
+		{ echo "httpapi/console/dist is not the build of web/console: run make console and commit it"; exit 1; }
+	@untracked="$$(git ls-files --others --exclude-standard -- httpapi/console/dist)"; \
+	if [ -n "$$untracked" ]; then echo "new files in httpapi/console/dist: run make console and commit them:"; echo "$$untracked"; exit 1; fi
+
+## screenshots: refresh the console's screenshots in docs/console (headless Chromium)
+screenshots:
+	rm -rf $(CURDIR)/bin/screenshots
+	TVSM_REQUIRE_CHROMIUM=1 TVSM_SCREENSHOT_DIR=$(CURDIR)/bin/screenshots \
+		$(GO) test -count=1 -run 'TestConsole' ./httpapi/console/
+	mkdir -p docs/console
+	cp bin/screenshots/demo-*.png bin/screenshots/receipts.png docs/console/
 
 ## clean: remove build output (./data is left alone: it is the service's state)
 clean:

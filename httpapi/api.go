@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"tvsm/httpapi/console"
 	"tvsm/internal/app"
 	"tvsm/internal/platform/throttle"
 )
@@ -37,9 +38,11 @@ type API struct {
 }
 
 // Mount adds the Provider API (/api/provider) and the Admin API (/api/admin)
-// to engine, both behind HTTP Basic authentication, and the Device API
-// (/api/device), behind device tokens.
+// to engine, both behind HTTP Basic authentication, the Device API
+// (/api/device), behind device tokens, and the admin console's page and
+// files (/admin/, which call those APIs from the browser).
 func Mount(engine *gin.Engine, api API) {
+	console.Mount(engine)
 	auth := BasicAuth(api.Auth)
 	admin := engine.Group("/api/admin", auth)
 	mountAdmin(admin, api.Admin, api.Idempotency)

@@ -33,6 +33,8 @@ var publicRoutes = map[string]string{
 	"GET /api/stats/openapi.yaml":     "API document",
 	"GET /api/stats/swagger-ui":       "API document viewer",
 	"GET /api/stats/swagger-ui/*file": "API document viewer",
+	"GET /admin":                      "the admin console's page: it holds no data and calls the APIs with the admin's credentials",
+	"GET /admin/*file":                "the admin console's scripts and styles",
 }
 
 // deviceRoutes are authenticated with device tokens; every other private

@@ -103,6 +103,10 @@ type Options struct {
 	// EndOfDay is the time zone whose midnight closes a statistics day
 	// (default UTC).
 	EndOfDay *time.Location
+	// StatsBatchInterval paces the statistics projection's live batches
+	// (default StatsBatchInterval; negative: not paced, for tools that wait
+	// for the statistics after each of their steps).
+	StatsBatchInterval time.Duration
 }
 
 // Node is a running node. Close stops it.
@@ -124,9 +128,11 @@ type Node struct {
 	// delivers provider commands to them.
 	Hub        *wsgateway.Hub
 	Dispatcher *dispatch.Dispatcher
-	// Stats answers the Statistics API from the facts StatsRunner projects.
-	Stats       *query.Statistics
-	StatsRunner *projections.Runner
+	// Stats answers the Statistics API from the facts StatsRunner projects;
+	// StatsScheduler closes the days by the clock.
+	Stats          *query.Statistics
+	StatsRunner    *projections.Runner
+	StatsScheduler *stats.Scheduler
 	// Auth checks admins' Basic credentials, throttled: routes mounted
 	// outside httpapi.Mount use httpapi.BasicAuth(n.Auth). Device routes use
 	// httpapi.DeviceAuth(n.Queries.Sessions).
@@ -333,7 +339,7 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 			Accounts: cmds.Accounts, AccountReads: qs.Accounts,
 			Subscriptions: cmds.Subscriptions, SubscriptionReads: qs.Subscriptions,
 			DeviceSubscriptions: cmds.DeviceSubscriptions, DeviceSubscriptionReads: qs.DeviceSubscriptions,
-			Devices: cmds.Devices, DeviceReads: qs.Devices,
+			Devices: cmds.Devices, DeviceReads: qs.Devices, DeviceOnline: n.Hub.Connected,
 			Networks: cmds.Networks, NetworkReads: qs.Networks,
 			Changes: qs.Changes,
 			Sends:   cmds.Sends, Receipts: qs.Sends,
