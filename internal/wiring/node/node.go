@@ -44,6 +44,11 @@ import (
 // configured.
 const DefaultAdminLogin = "admin"
 
+// DefaultDeviceLimit is how many devices an account may bind when neither
+// it nor its provider sets a limit: households have a handful, and one
+// account's credentials cannot bind thousands.
+const DefaultDeviceLimit = 100
+
 // Options configure a node. DataDir is required.
 type Options struct {
 	// DataDir holds the read model snapshot (DataDir/readmodel.snapshot).
@@ -78,6 +83,10 @@ type Options struct {
 	// address a minute; the clock defaults to Clock).
 	AdminLogins  throttle.GuardOptions
 	DeviceLogins throttle.GuardOptions
+	// DefaultDeviceLimit is the device limit of accounts when neither the
+	// account nor its provider sets devices_per_account_limit: 0 means
+	// DefaultDeviceLimit, negative none.
+	DefaultDeviceLimit int
 	// PasswordChecks bounds the admin password checks (bcrypt) running at
 	// once; more are answered 503 at once (httpapi.BcryptOptions.MaxChecks:
 	// 0 is half the cores, negative no bound).
@@ -300,7 +309,7 @@ func (n *Node) buildApplication(ctx context.Context, opts Options) error {
 	n.Commands, err = command.New(command.Config{
 		Executor: n.Executor, Model: n.Model, Applied: n.Runner.Progress(), Queries: n.Queries,
 		ReadYourWritesTimeout: opts.ReadYourWritesTimeout, BcryptCost: opts.BcryptCost, Logger: n.log, Clock: opts.Clock,
-		DeviceTokens: tokens, BillingURL: opts.Billing.policy().CheckURL,
+		DeviceTokens: tokens, BillingURL: opts.Billing.policy().CheckURL, DefaultDeviceLimit: defaultDeviceLimit(opts.DefaultDeviceLimit),
 	})
 	return err
 }
@@ -407,6 +416,18 @@ func deviceTokens(ctx context.Context, store eventstore.Store, reg *domain.Regis
 		return nil, err
 	}
 	return devauth.NewSigner(key, devauth.Options{TTL: opts.DeviceTokenTTL, Clock: opts.Clock})
+}
+
+// defaultDeviceLimit is Options.DefaultDeviceLimit as the commands take
+// it: nil for none.
+func defaultDeviceLimit(n int) *int {
+	switch {
+	case n < 0:
+		return nil
+	case n == 0:
+		n = DefaultDeviceLimit
+	}
+	return &n
 }
 
 // withClock gives o the node's clock unless it has its own.
