@@ -238,11 +238,18 @@ func (n *Node) run(ctx context.Context, opts Options, steps []step) error {
 // registerEvents builds the registry of every event the node reads or
 // writes.
 func (n *Node) registerEvents(context.Context, Options) error {
-	n.Registry = domain.NewRegistry()
-	domain.RegisterEvents(n.Registry)
-	app.RegisterEvents(n.Registry)
-	devauth.RegisterEvents(n.Registry)
+	n.Registry = NewRegistry()
 	return nil
+}
+
+// NewRegistry returns the registry of every event a node reads or writes:
+// what reading a node's log takes (a rebuild of its projections, a check).
+func NewRegistry() *domain.Registry {
+	r := domain.NewRegistry()
+	domain.RegisterEvents(r)
+	app.RegisterEvents(r)
+	devauth.RegisterEvents(r)
+	return r
 }
 
 // startReadModel restores the read model from its snapshot, starts its
@@ -332,6 +339,7 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 	}
 	passwords := httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost, MaxChecks: opts.PasswordChecks})
 	registerPasswordMetrics(opts.Metrics, passwords)
+	registerProjectionMetrics(opts.Metrics, map[string]*projections.Runner{"readmodel": n.Runner, "statistics": n.StatsRunner})
 	metrics.Register(opts.Metrics, panicsCollector{})
 	n.Auth = httpapi.ThrottleLogins(passwords, throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock)))
 	cmds, qs := n.Commands, n.Queries
@@ -394,6 +402,18 @@ func registerPasswordMetrics(reg prometheus.Registerer, a *httpapi.BcryptAuthent
 	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "tvsm_password_checks_refused_total", Help: "Admin logins answered 503 because too many password checks ran at once.",
 	}, func() float64 { return float64(a.Refused()) }))
+}
+
+// registerProjectionMetrics exports how far each projection has applied
+// the log: a projection behind the read model lags (statistics while
+// ClickHouse is away, for one).
+func registerProjectionMetrics(reg prometheus.Registerer, runners map[string]*projections.Runner) {
+	for name, r := range runners {
+		metrics.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tvsm_projection_position", ConstLabels: prometheus.Labels{"projection": name},
+			Help: "Commit position of the log up to which a projection has applied events.",
+		}, func() float64 { return float64(r.Progress().Position().Commit) }))
+	}
 }
 
 // scheduleSnapshots writes read model snapshots on opts.SnapshotSpec.
