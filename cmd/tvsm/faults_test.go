@@ -21,6 +21,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"tvsm/domain"
+	"tvsm/internal/platform/schedule"
 	"tvsm/internal/testkit/chtest"
 	"tvsm/projections/stats"
 	"tvsm/projections/stats/clickhouse"
@@ -389,7 +390,7 @@ func (r *faultRun) device(ctx context.Context, i int) {
 				DeviceID int64 `json:"device_id"`
 			}
 			if err != nil || status != http.StatusOK || json.Unmarshal(body, &out) != nil {
-				pause(ctx, 100*time.Millisecond)
+				schedule.Sleep(ctx, 100*time.Millisecond)
 				continue
 			}
 			token = out.Token
@@ -398,7 +399,7 @@ func (r *faultRun) device(ctx context.Context, i int) {
 		if relogin := r.session(ctx, i, token); relogin {
 			token = ""
 		}
-		pause(ctx, 100*time.Millisecond)
+		schedule.Sleep(ctx, 100*time.Millisecond)
 	}
 }
 
@@ -433,21 +434,11 @@ func (r *faultRun) session(ctx context.Context, i int, token string) (relogin bo
 
 // view reports a second of live viewing every second until ctx ends.
 func (r *faultRun) view(ctx context.Context, token string) {
-	for pause(ctx, time.Second) {
+	for schedule.Sleep(ctx, time.Second) {
 		start := time.Now().Add(-time.Second).UTC().Format("2006-01-02T15:04:05-0700")
 		_, _, _, _ = r.do(ctx, http.MethodPost, "/api/device/viewing", map[string]any{
 			"sessions": []map[string]any{{"channel_id": r.channel, "mode": "live", "start": start, "seconds": 1}},
 		}, "", token)
-	}
-}
-
-// pause waits d unless ctx ends first (false then).
-func pause(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"tvsm/internal/platform/schedule"
 )
 
 // MaxIdempotencyKeyLen is the longest Idempotency-Key accepted, in bytes.
@@ -147,7 +149,7 @@ func (x *Executor) holdLease(book context.Context, stream string, started Idempo
 		defer cancel()
 		for until := started.LeaseUntil; ; {
 			deadline := until.Add(-margin)
-			if !sleepCtx(ctx, deadline.Add(-margin).Sub(x.opts.Clock())) {
+			if !schedule.Sleep(ctx, deadline.Add(-margin).Sub(x.opts.Clock())) {
 				return // released
 			}
 			rctx, rcancel := context.WithTimeout(ctx, deadline.Sub(x.opts.Clock()))
@@ -157,28 +159,13 @@ func (x *Executor) holdLease(book context.Context, stream string, started Idempo
 			if err != nil {
 				// The work ends at its deadline: this attempt may no longer
 				// hold the key after it.
-				sleepCtx(ctx, deadline.Sub(x.opts.Clock()))
+				schedule.Sleep(ctx, deadline.Sub(x.opts.Clock()))
 				return
 			}
 			until = res.State.LeaseUntil
 		}
 	}()
 	return l
-}
-
-// sleepCtx waits d, and reports false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func validIdempotencyKey(key string) error {
