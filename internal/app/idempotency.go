@@ -93,7 +93,9 @@ func (x *Executor) Idempotent(ctx context.Context, req IdempotentRequest, do Ide
 	}
 	scope.pins = &pins{x: x, stream: stream, generation: started.Generation, meta: req.Meta, pinned: res.State.Pins}
 	work, cancel := context.WithTimeout(withScope(ctx, scope), x.opts.IdempotencyMaxWork)
+	defer cancel()
 	held := x.holdLease(book, stream, started, req.Meta)
+	defer held.release() // also when do panics: a lease renewed for ever would hold the key for ever
 	stop := context.AfterFunc(held, cancel)
 	status, body, derr := do(work)
 	stop()
@@ -132,7 +134,8 @@ type lease struct {
 	done   chan struct{} // closed when the renewing goroutine returned
 }
 
-// release stops renewing and waits until the renewing goroutine is done.
+// release stops renewing and waits until the renewing goroutine is done;
+// calling it again does nothing more.
 func (l *lease) release() {
 	l.cancel()
 	<-l.done

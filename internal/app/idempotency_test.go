@@ -311,6 +311,24 @@ func TestIdempotentWorkStopsWithItsLease(t *testing.T) {
 	}
 }
 
+// Work that panics stops renewing its lease: a retry takes over once the
+// lease has run out.
+func TestIdempotentPanickingWorkLetsItsLeaseRunOut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const lease = 300 * time.Millisecond
+	x := e.executor(nil, Options{Clock: time.Now, IdempotencyLease: lease})
+	func() {
+		defer func() { _ = recover() }()
+		_, _, _ = x.Idempotent(e.ctx, request("k1", "b"), func(context.Context) (int, []byte, error) { panic("boom") })
+	}()
+	time.Sleep(2 * lease)
+	st, body, err := x.Idempotent(e.ctx, request("k1", "b"), func(context.Context) (int, []byte, error) { return 200, []byte("again"), nil })
+	if err != nil || st != 200 || string(body) != "again" {
+		t.Fatalf("retry two leases after a panic: %d %q %v", st, body, err)
+	}
+}
+
 func TestIdempotentKeyExpires(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
