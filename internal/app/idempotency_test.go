@@ -232,7 +232,7 @@ func TestIdempotentRetryAfterCrashBeforeRecording(t *testing.T) {
 func TestIdempotentLeaseRenewedWhileWorking(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	const lease = 600 * time.Millisecond // a renewal has 200ms, on a busy machine
+	const lease = 1500 * time.Millisecond // a renewal has 500ms, on a busy machine
 	x := e.executor(nil, Options{Clock: time.Now, IdempotencyLease: lease})
 	other := e.executor(nil, Options{Clock: time.Now, IdempotencyLease: lease})
 	started, release := make(chan struct{}), make(chan struct{})
@@ -250,9 +250,13 @@ func TestIdempotentLeaseRenewedWhileWorking(t *testing.T) {
 		done <- err
 	}()
 	<-started
+	twice := func(context.Context) (int, []byte, error) {
+		t.Error("a retry ran the work while the first attempt held the key")
+		return 0, nil, errors.New("ran twice")
+	}
 	for range 3 { // three leases' worth of work
 		time.Sleep(lease)
-		if _, _, err := other.Idempotent(e.ctx, request("k1", "b"), nil); !errors.Is(err, ErrIdempotencyInProgress) {
+		if _, _, err := other.Idempotent(e.ctx, request("k1", "b"), twice); !errors.Is(err, ErrIdempotencyInProgress) {
 			t.Fatalf("retry while the work runs: %v, want ErrIdempotencyInProgress", err)
 		}
 	}
@@ -269,7 +273,7 @@ func TestIdempotentLeaseRenewedWhileWorking(t *testing.T) {
 	if renewals < 3 {
 		t.Fatalf("%d renewals in three leases' time, want at least 3", renewals)
 	}
-	if st, body, err := other.Idempotent(e.ctx, request("k1", "b"), nil); err != nil || st != 200 || string(body) != "slow" {
+	if st, body, err := other.Idempotent(e.ctx, request("k1", "b"), twice); err != nil || st != 200 || string(body) != "slow" {
 		t.Fatalf("after completion: %d %q %v", st, body, err)
 	}
 }
@@ -287,7 +291,7 @@ func TestIdempotentWorkStopsWithItsLease(t *testing.T) {
 		}
 		return nil
 	}
-	const lease = 300 * time.Millisecond
+	const lease = 900 * time.Millisecond
 	x := e.executor(fs, Options{Clock: time.Now, IdempotencyLease: lease})
 	var began, stopped time.Time
 	_, _, err := x.Idempotent(e.ctx, request("k1", "b"), func(ctx context.Context) (int, []byte, error) {
