@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # Extra arguments for `make run`, e.g. make run ARGS='--http :9090 --log-level debug'.
 ARGS     ?=
 
-.PHONY: all run build test compat bench bench-broadcast lint fuzz clean console console-check screenshots
+.PHONY: all run build test faults compat bench bench-broadcast lint fuzz clean console console-check screenshots
 
 all: lint build test
 
@@ -24,6 +24,13 @@ build:
 ## test: run every test with the race detector
 test:
 	$(GO) test -race -count=1 ./...
+
+# How many times make faults kills the node (SIGKILL) under load.
+KILLS ?= 3
+
+## faults: kill the node KILLS times under load, and ClickHouse under load; check nothing acknowledged is lost
+faults:
+	TVSM_FAULT_KILLS=$(KILLS) $(GO) test -count=1 -run '^TestFaults' -v -timeout 30m ./cmd/tvsm/
 
 # TVIP's Provider API SDK (a directory holding tmsproviderapisdk/), for
 # make compat; PYTHON runs it (it needs requests, pytz and pkg_resources).

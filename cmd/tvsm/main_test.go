@@ -20,7 +20,7 @@ import (
 
 // isolateEnv blanks every TVSM_* variable of the test process: run reads the
 // real environment, and an empty variable counts as unset.
-func isolateEnv(t *testing.T) {
+func isolateEnv(t testing.TB) {
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TVSM_") {
 			t.Setenv(k, "")
@@ -177,7 +177,7 @@ func TestServe(t *testing.T) {
 // shutdown timeout and the superadmin root (password s3cret-root), until
 // cancel (what SIGINT/SIGTERM do) or the test's end. It returns the log
 // and the exit code's channel.
-func startServe(t *testing.T, args ...string) (stderr *testutil.SyncBuffer, exited chan int, cancel func()) {
+func startServe(t testing.TB, args ...string) (stderr *testutil.SyncBuffer, exited chan int, cancel func()) {
 	t.Helper()
 	isolateEnv(t)
 	t.Setenv("TVSM_ADMIN_PASSWORD", "s3cret-root")
@@ -191,7 +191,7 @@ func startServe(t *testing.T, args ...string) (stderr *testutil.SyncBuffer, exit
 
 // waitForListening reads the JSON log until the "listening" line and returns
 // its address (port 0 was asked for, so only the log knows it).
-func waitForListening(t *testing.T, log *testutil.SyncBuffer, exited <-chan int) string {
+func waitForListening(t testing.TB, log *testutil.SyncBuffer, exited <-chan int) string {
 	t.Helper()
 	addrs := waitForListeners(t, log, exited, 1)
 	if addr, ok := addrs["api"]; ok {
@@ -202,7 +202,7 @@ func waitForListening(t *testing.T, log *testutil.SyncBuffer, exited <-chan int)
 
 // waitForListeners reads the JSON log until n "listening" lines are there
 // and returns their addresses by listener name.
-func waitForListeners(t *testing.T, log *testutil.SyncBuffer, exited <-chan int, n int) map[string]string {
+func waitForListeners(t testing.TB, log *testutil.SyncBuffer, exited <-chan int, n int) map[string]string {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {

@@ -46,6 +46,9 @@ type Dispatcher struct {
 	// Owned by the loop goroutine (by New and Close while no loop runs).
 	state    *state
 	caughtUp atomic.Bool // set by the loop only
+	// liveSince is when this process caught up: commands due before it
+	// were due while this node did not run.
+	liveSince time.Time
 
 	inbox   chan loopMsg
 	pending pending

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -97,6 +98,15 @@ type Config struct {
 	// PasswordChecks bounds the admin password checks (bcrypt) running at
 	// once; 0 means half the cores.
 	PasswordChecks int
+	// MaxConnections caps the connections of the HTTP listener, in all and
+	// from one client address (an IPv6 client's /64 counts as one);
+	// MaxWebsocketsPerAddress caps the device websockets from one address.
+	// 0 means no cap.
+	MaxConnections, MaxConnectionsPerAddress, MaxWebsocketsPerAddress int
+	// DefaultDeviceLimit is how many devices an account may bind when
+	// neither it nor its provider sets devices_per_account_limit; 0 means
+	// no limit.
+	DefaultDeviceLimit int
 }
 
 // Defaults returns the configuration used when nothing is set: everything
@@ -123,6 +133,10 @@ func Defaults() Config {
 		DeviceLoginFailures:      5,
 		DeviceAddressFailures:    20,
 		DeviceLoginTotalFailures: 20,
+		MaxConnections:           100_000,
+		MaxConnectionsPerAddress: 1000,
+		MaxWebsocketsPerAddress:  500,
+		DefaultDeviceLimit:       100,
 	}
 }
 
@@ -442,6 +456,31 @@ var settings = []setting{
 		},
 		get: func(c *Config) string { return strconv.Itoa(c.PasswordChecks) },
 	},
+	countSetting("max_connections", "connections the HTTP listener holds at once; more are answered 503 and closed", 10_000_000,
+		func(c *Config) *int { return &c.MaxConnections }),
+	countSetting("max_connections_per_address", "connections one client address (an IPv6 /64) holds at once; more are answered 429 and closed", 10_000_000,
+		func(c *Config) *int { return &c.MaxConnectionsPerAddress }),
+	countSetting("max_websockets_per_address", "device websockets one client address (an IPv6 /64) holds at once; more upgrades are answered 429", 10_000_000,
+		func(c *Config) *int { return &c.MaxWebsocketsPerAddress }),
+	countSetting("default_device_limit", "devices an account may bind when neither it nor its provider sets devices_per_account_limit", math.MaxInt32,
+		func(c *Config) *int { return &c.DefaultDeviceLimit }),
+}
+
+// countSetting is a cap from 0 (none) to max.
+func countSetting(key, what string, max int, field func(*Config) *int) setting {
+	return setting{
+		key:   key,
+		usage: "`count` of " + what + " (0 = no limit)",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 0 || n > max {
+				return fmt.Errorf("%q must be a whole number from 0 to %d", v, max)
+			}
+			*field(c) = n
+			return nil
+		},
+		get: func(c *Config) string { return strconv.Itoa(*field(c)) },
+	}
 }
 
 // failuresSetting is a limit of failed logins per minute.

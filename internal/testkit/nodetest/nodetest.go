@@ -90,6 +90,9 @@ type Options struct {
 	Billing node.BillingOptions
 	// Sockets configures the device websocket hub (node.Options.Sockets).
 	Sockets wsgateway.Options
+	// DefaultDeviceLimit is node.Options.DefaultDeviceLimit (0: the
+	// node's default, negative: none).
+	DefaultDeviceLimit int
 	// Stats and StatsName choose the statistics fact store (default the
 	// embedded one in Dir), as node.Options does.
 	Stats     stats.FactStore
@@ -144,7 +147,7 @@ func StartWith(t testing.TB, o Options) *Env {
 		AdminLogins: generous(o.AdminLogins), DeviceLogins: generous(o.DeviceLogins), DeviceTokenTTL: o.DeviceTokenTTL,
 		PasswordChecks: cmp.Or(o.PasswordChecks, 64),
 		Timers:         o.Timers, Billing: o.Billing, NodeName: "test", Sockets: o.Sockets,
-		Stats: o.Stats, StatsName: o.StatsName,
+		Stats: o.Stats, StatsName: o.StatsName, DefaultDeviceLimit: o.DefaultDeviceLimit,
 	})
 	if err != nil {
 		_ = closeStore()
