@@ -1,0 +1,90 @@
+package node_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+
+	"tvsm/eventstore"
+	"tvsm/httpapi"
+	"tvsm/internal/testkit/nodetest"
+)
+
+// TestReadYourWritesAcrossNodes runs two nodes on one log: a create on
+// one answers X-TVSM-Position, and a read of the other sending it as
+// X-TVSM-Min-Position shows the new account. A no-op update answers a
+// position too.
+func TestReadYourWritesAcrossNodes(t *testing.T) {
+	a := nodetest.Start(t)
+	b := nodetest.StartWith(t, nodetest.Options{Store: a.Store})
+	provider := decodeID(t, superOK(t, a, http.MethodPost, "/api/admin/providers", map[string]any{"name": "Two nodes"}))
+
+	resp, body := sendAt(t, a, http.MethodPost, "/api/provider/accounts", map[string]any{
+		"login": "alice", "pin_md5": "0123456789abcdef0123456789abcdef", "fullname": "Alice", "provider": provider,
+	}, "")
+	pos := resp.Header.Get(httpapi.HeaderPosition)
+	if resp.StatusCode != http.StatusOK || pos == "" || pos == "0" {
+		t.Fatalf("create: %d, %s %q: %s", resp.StatusCode, httpapi.HeaderPosition, pos, body)
+	}
+	account := decodeID(t, body)
+	resp, body = sendAt(t, b, http.MethodGet, "/api/provider/accounts/"+itoa(account), nil, pos)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("read on the other node with %s %s: %d %s", httpapi.HeaderMinPosition, pos, resp.StatusCode, body)
+	}
+	assertField(t, body, "login", "alice")
+	if resp.Header.Get(httpapi.HeaderPosition) != "" {
+		t.Errorf("a read answered %s %q", httpapi.HeaderPosition, resp.Header.Get(httpapi.HeaderPosition))
+	}
+
+	resp, body = sendAt(t, b, http.MethodPut, "/api/provider/accounts/"+itoa(account), map[string]any{"fullname": "Alice"}, pos)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(httpapi.HeaderPosition) == "" {
+		t.Fatalf("no-op update on the other node: %d %q %s", resp.StatusCode, resp.Header.Get(httpapi.HeaderPosition), body)
+	}
+	if got, err := httpapi.ParsePosition(resp.Header.Get(httpapi.HeaderPosition)); err != nil || got.Compare(mustPosition(t, pos)) < 0 {
+		t.Errorf("no-op update answered %v (%v), before the create's %s", got, err, pos)
+	}
+}
+
+func mustPosition(t *testing.T, s string) eventstore.Position {
+	t.Helper()
+	p, err := httpapi.ParsePosition(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// sendAt sends a request as the superadmin with minPosition (when set) as
+// X-TVSM-Min-Position and returns the answer and its body.
+func sendAt(t *testing.T, env *nodetest.Env, method, path string, body any, minPosition string) (*http.Response, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, env.URL+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(env.SuperLogin, env.SuperPassword)
+	req.Header.Set("Content-Type", "application/json")
+	if minPosition != "" {
+		req.Header.Set(httpapi.HeaderMinPosition, minPosition)
+	}
+	resp, err := env.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, data
+}
