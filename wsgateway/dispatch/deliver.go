@@ -71,12 +71,21 @@ func (d *Dispatcher) claim(ctx context.Context, s *sendState, want map[int][]int
 			return nil, err
 		}
 		d.stats.conflicts.Add(1)
+		rev := s.rev
 		landed, err := d.readForward(ctx, s, events.Data())
 		if err != nil {
 			return nil, err
 		}
 		if landed { // an earlier try of this very append had landed after all
 			return want, nil
+		}
+		if s.rev == rev {
+			// The append that won is not readable yet (a server may refuse
+			// an append for one it has not made durable): trying again at
+			// once would lose again, so pause, jittered and growing.
+			if err := d.recorder().Policy.Pause(ctx, attempt+1); err != nil {
+				return nil, err
+			}
 		}
 	}
 }
@@ -193,8 +202,12 @@ func (d *Dispatcher) expire(ctx context.Context, s *sendState, items []*item) {
 		if !isConflict(err) {
 			break
 		}
+		rev := s.rev
 		if _, err := d.readForward(ctx, s, nil); err != nil {
 			break
+		}
+		if s.rev == rev && d.recorder().Policy.Pause(ctx, attempt+1) != nil {
+			break // the winning append is not readable yet: see claim
 		}
 	}
 	d.stats.expiryFailures.Add(1)
