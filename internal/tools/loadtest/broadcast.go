@@ -52,13 +52,15 @@ type BroadcastOptions struct {
 // BroadcastResult is what the scenario measured.
 type BroadcastResult struct {
 	Devices, Procs, Nodes, Connected, Delivered int
-	ConnectTook                                 time.Duration // from first login to all connected
+	FirstConnectTook                            time.Duration // from the first logins to all connected
+	ConnectTook                                 time.Duration // the same devices, known now, connecting again
 	FirstDelivery, AllDelivered                 time.Duration // after the send request started
 	MessagesPerSecond                           float64
-	// Server memory, read from its /metrics after the accounts existed and
-	// again with every device connected and idle, each time after a garbage
-	// collection: the resident set, and the Go memory in use (heap spans and
-	// goroutine stacks; kernel socket buffers are in neither).
+	// Server memory, read from its /metrics with the devices known but
+	// none connected and again with every device connected and idle
+	// (their second connection), each time after a garbage collection: the
+	// resident set, and the Go memory in use (heap spans and goroutine
+	// stacks; kernel socket buffers are in neither).
 	// Summed over the nodes.
 	RSSBefore, RSSAfter   float64
 	HeapBefore, HeapAfter float64
@@ -66,14 +68,28 @@ type BroadcastResult struct {
 	PerNode []NodeMemory
 	// Setup is how long creating the accounts took.
 	Setup time.Duration
+	// ClaimConflicts and ClaimFailures sum the nodes' delivery claims that
+	// lost to another node's and the delivery rounds given up (then
+	// retried a second later), over the whole run.
+	ClaimConflicts, ClaimFailures int
 }
 
 // NodeMemory is one node's connected devices and memory, as
-// BroadcastResult's totals.
+// BroadcastResult's totals, and its resident set before and after the
+// devices' first login and connection: that growth also holds what the
+// node keeps of every device of the cluster (its read model), not only of
+// those it holds.
 type NodeMemory struct {
-	Connected             int
-	RSSBefore, RSSAfter   float64
-	HeapBefore, HeapAfter float64
+	Connected                     int
+	RSSBefore, RSSAfter           float64
+	HeapBefore, HeapAfter         float64
+	FirstRSSBefore, FirstRSSAfter float64
+}
+
+// FirstRSSPerDevice is the resident memory the first login and
+// connection of the node's devices added, per device it holds.
+func (m NodeMemory) FirstRSSPerDevice() float64 {
+	return (m.FirstRSSAfter - m.FirstRSSBefore) / float64(max(m.Connected, 1))
 }
 
 // RSSPerDevice is the resident memory each idle connection added to it.
@@ -100,16 +116,19 @@ func (r BroadcastResult) HeapPerDevice() float64 {
 
 // String reports r in a few lines.
 func (r BroadcastResult) String() string {
-	s := fmt.Sprintf("devices %d in %d client processes on %d node(s): accounts created in %v, %d connected in %v\n"+
+	s := fmt.Sprintf("devices %d in %d client processes on %d node(s): accounts created in %v, first connected in %v, %d connected again in %v\n"+
 		"user_message to the provider: first device after %v, all %d devices after %v (%.0f messages/s)\n"+
 		"server memory per idle connected device: %.1f KB resident, %.1f KB Go heap and stacks",
-		r.Devices, r.Procs, r.Nodes, r.Setup.Round(time.Millisecond), r.Connected, r.ConnectTook.Round(time.Millisecond),
+		r.Devices, r.Procs, r.Nodes, r.Setup.Round(time.Millisecond), r.FirstConnectTook.Round(time.Millisecond),
+		r.Connected, r.ConnectTook.Round(time.Millisecond),
 		r.FirstDelivery.Round(time.Microsecond), r.Delivered, r.AllDelivered.Round(time.Microsecond), r.MessagesPerSecond,
 		r.RSSPerDevice()/1024, r.HeapPerDevice()/1024)
 	if len(r.PerNode) > 1 {
+		s += fmt.Sprintf("\ndelivery claims lost to another node: %d; delivery rounds given up: %d", r.ClaimConflicts, r.ClaimFailures)
 		for i, n := range r.PerNode {
-			s += fmt.Sprintf("\n  node %d: %d devices, %.1f KB resident and %.1f KB Go heap and stacks per device",
-				i, n.Connected, n.RSSPerDevice()/1024, n.HeapPerDevice()/1024)
+			s += fmt.Sprintf("\n  node %d: %d devices, %.1f KB resident and %.1f KB Go heap and stacks per idle connection"+
+				" (first login and connection: %.1f KB resident per device it holds)",
+				i, n.Connected, n.RSSPerDevice()/1024, n.HeapPerDevice()/1024, n.FirstRSSPerDevice()/1024)
 		}
 	}
 	return s
@@ -149,27 +168,52 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 		return res, err
 	}
 	res.Setup = time.Since(started)
-	if err := c.measure(ctx, res.PerNode, false); err != nil {
+
+	// First the devices log in (binding them to their accounts, which
+	// every node's read model then holds) and connect; they hang up, and
+	// connect again: the second time measures what a connection costs the
+	// node that holds it, the first what the devices added in all.
+	first0, err := c.measure(ctx)
+	if err != nil {
 		return res, err
 	}
-
 	started = time.Now()
-	clients, err := startClients(ctx, o, c.urls(), provider)
+	warmup, err := c.connectAll(ctx, o, provider)
+	if err != nil {
+		return res, err
+	}
+	res.FirstConnectTook = time.Since(started)
+	first1, err := c.measure(ctx)
+	warmup.stop()
+	if err != nil {
+		return res, err
+	}
+	if err := c.waitConnected(ctx, 0, o.Log); err != nil {
+		return res, err
+	}
+	schedule.Sleep(ctx, 3*time.Second) // let the disconnections' garbage settle
+	before, err := c.measure(ctx)
+	if err != nil {
+		return res, err
+	}
+	started = time.Now()
+	clients, err := c.connectAll(ctx, o, provider)
 	if err != nil {
 		return res, err
 	}
 	defer clients.stop()
-	if res.Connected, err = c.waitConnected(ctx, o.Devices, o.Log); err != nil {
-		return res, err
-	}
 	res.ConnectTook = time.Since(started)
-	schedule.Sleep(ctx, 3*time.Second) // let the logins' garbage and buffers settle
-	if err := c.measure(ctx, res.PerNode, true); err != nil {
+	after, err := c.measure(ctx)
+	if err != nil {
 		return res, err
 	}
-	for _, n := range res.PerNode {
-		res.RSSBefore, res.RSSAfter = res.RSSBefore+n.RSSBefore, res.RSSAfter+n.RSSAfter
-		res.HeapBefore, res.HeapAfter = res.HeapBefore+n.HeapBefore, res.HeapAfter+n.HeapAfter
+	for i := range res.PerNode {
+		res.PerNode[i] = NodeMemory{Connected: after[i].connections,
+			RSSBefore: before[i].rss, RSSAfter: after[i].rss, HeapBefore: before[i].heap, HeapAfter: after[i].heap,
+			FirstRSSBefore: first0[i].rss, FirstRSSAfter: first1[i].rss}
+		res.Connected += after[i].connections
+		res.RSSBefore, res.RSSAfter = res.RSSBefore+before[i].rss, res.RSSAfter+after[i].rss
+		res.HeapBefore, res.HeapAfter = res.HeapBefore+before[i].heap, res.HeapAfter+after[i].heap
 	}
 
 	profiles := c.profile(ctx, o.ProfileDir, o.Log)
@@ -184,6 +228,14 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	}
 	if err := profiles(); err != nil {
 		return res, err
+	}
+	for _, n := range c.nodes {
+		m, err := n.metrics(ctx, claimConflictsMetric, claimFailuresMetric)
+		if err != nil {
+			return res, err
+		}
+		res.ClaimConflicts += int(m[claimConflictsMetric])
+		res.ClaimFailures += int(m[claimFailuresMetric])
 	}
 	var firstAt, last time.Time
 	for _, r := range results {
@@ -321,49 +373,66 @@ func (c *cluster) createAccounts(ctx context.Context, provider, tariff int64, n 
 	return nil
 }
 
-// measure reads every node's memory into the Before (after false) or
-// After fields of per, and, after, its connections.
-func (c *cluster) measure(ctx context.Context, per []NodeMemory, after bool) error {
+// nodeMemory is one reading of a node's memory and connections.
+type nodeMemory struct {
+	rss, heap   float64
+	connections int
+}
+
+// measure reads every node's memory and connections.
+func (c *cluster) measure(ctx context.Context) ([]nodeMemory, error) {
+	out := make([]nodeMemory, len(c.nodes))
 	for i, n := range c.nodes {
 		rss, heap, err := n.memory(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if !after {
-			per[i].RSSBefore, per[i].HeapBefore = rss, heap
-			continue
-		}
-		per[i].RSSAfter, per[i].HeapAfter = rss, heap
 		m, err := n.metrics(ctx, ConnectionsMetric)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		per[i].Connected = int(m[ConnectionsMetric])
+		out[i] = nodeMemory{rss: rss, heap: heap, connections: int(m[ConnectionsMetric])}
 	}
-	return nil
+	return out, nil
 }
 
-// waitConnected polls the nodes until n devices are connected in all.
-func (c *cluster) waitConnected(ctx context.Context, n int, log io.Writer) (int, error) {
+// connectAll starts the client processes, waits until every device is
+// connected, and lets the logins' garbage and buffers settle.
+func (c *cluster) connectAll(ctx context.Context, o BroadcastOptions, provider int64) (*clients, error) {
+	cl, err := startClients(ctx, o, c.urls(), provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitConnected(ctx, o.Devices, o.Log); err != nil {
+		cl.stop()
+		return nil, err
+	}
+	schedule.Sleep(ctx, 3*time.Second)
+	return cl, nil
+}
+
+// waitConnected polls the nodes until n devices are connected in all (at
+// least n; none when n is 0).
+func (c *cluster) waitConnected(ctx context.Context, n int, log io.Writer) error {
 	last := time.Now()
 	for {
 		got := 0
 		for _, node := range c.nodes {
 			m, err := node.metrics(ctx, ConnectionsMetric)
 			if err != nil {
-				return 0, err
+				return err
 			}
 			got += int(m[ConnectionsMetric])
 		}
-		if got >= n {
-			return got, nil
+		if got >= n && (n > 0 || got == 0) {
+			return nil
 		}
 		if time.Since(last) > 2*time.Second {
 			fmt.Fprintf(log, "%d/%d devices connected\n", got, n)
 			last = time.Now()
 		}
 		if !schedule.Sleep(ctx, 100*time.Millisecond) {
-			return got, fmt.Errorf("loadtest: %d of %d devices connected: %w", got, n, ctx.Err())
+			return fmt.Errorf("loadtest: %d devices connected, waiting for %d: %w", got, n, ctx.Err())
 		}
 	}
 }
@@ -628,6 +697,12 @@ func (s *server) memory(ctx context.Context) (rss, goMem float64, err error) {
 
 // ConnectionsMetric is the gauge of connected devices the node exports.
 const ConnectionsMetric = "tvsm_ws_connections"
+
+// The counters of delivery claims lost and delivery rounds given up.
+const (
+	claimConflictsMetric = "tvsm_dispatch_claim_conflicts_total"
+	claimFailuresMetric  = "tvsm_dispatch_claim_failures_total"
+)
 
 // sendMessage sends one user_message to every device of the provider.
 func (s *server) sendMessage(ctx context.Context, provider int64) error {
