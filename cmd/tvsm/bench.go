@@ -39,6 +39,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.Devices, "devices", 10000, "virtual devices")
 	fs.IntVar(&o.Procs, "procs", 4, "client processes")
 	fs.IntVar(&o.Nodes, "nodes", 1, "nodes serving the devices (more than one: on the EventStoreDB protocol double)")
+	fs.IntVar(&o.ConnectRate, "connect-rate", 0, "devices a second starting to connect, over all client processes (0: 2,000 per process)")
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save a CPU profile of every node during the broadcast in")
 	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "bound of the whole run")
 	if err := fs.Parse(args[1:]); err != nil {

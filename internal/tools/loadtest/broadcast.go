@@ -40,6 +40,11 @@ type BroadcastOptions struct {
 	// the embedded event store; more run on one protocol double of
 	// EventStoreDB, and client process i connects to node i mod Nodes.
 	Nodes int
+	// ConnectRate is how many devices a second start connecting, over all
+	// client processes (default 2,000 per process). A first login binds the
+	// device with appends to the event store: on a cluster on the double,
+	// keep it below what the double takes, or logins queue up and time out.
+	ConnectRate int
 	// ProfileDir, when set, receives a CPU profile of every node
 	// (node-N.cpu.pprof) taken over the broadcast.
 	ProfileDir string
@@ -735,6 +740,10 @@ type clients struct {
 func startClients(ctx context.Context, o BroadcastOptions, urls []string, provider int64) (*clients, error) {
 	c := &clients{errs: make([]error, o.Procs)}
 	per := (o.Devices + o.Procs - 1) / o.Procs
+	rate := 2000
+	if o.ConnectRate > 0 {
+		rate = max(1, (o.ConnectRate+o.Procs-1)/o.Procs)
+	}
 	for i := range o.Procs {
 		first, n := i*per, min(per, o.Devices-i*per)
 		if n <= 0 {
@@ -742,7 +751,7 @@ func startClients(ctx context.Context, o BroadcastOptions, urls []string, provid
 		}
 		cmd := exec.CommandContext(ctx, o.Binary, "simulate", "--url", urls[i%len(urls)], "--provider", strconv.FormatInt(provider, 10),
 			"--devices", strconv.Itoa(n), "--first", strconv.Itoa(first), "--password", "bench",
-			"--source-ip", fmt.Sprintf("127.0.0.%d", 2+i), "--view-every", "0", "--connect-rate", "2000",
+			"--source-ip", fmt.Sprintf("127.0.0.%d", 2+i), "--view-every", "0", "--connect-rate", strconv.Itoa(rate),
 			"--stop-after-commands", "1", "--json", "--progress", "0")
 		out := new(bytes.Buffer)
 		cmd.Stdout, cmd.Stderr = out, o.Log

@@ -1,9 +1,6 @@
 package node_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 
@@ -60,31 +57,9 @@ func mustPosition(t *testing.T, s string) eventstore.Position {
 // X-TVSM-Min-Position and returns the answer and its body.
 func sendAt(t *testing.T, env *nodetest.Env, method, path string, body any, minPosition string) (*http.Response, []byte) {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, env.URL+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.SetBasicAuth(env.SuperLogin, env.SuperPassword)
-	req.Header.Set("Content-Type", "application/json")
+	header := http.Header{}
 	if minPosition != "" {
-		req.Header.Set(httpapi.HeaderMinPosition, minPosition)
+		header.Set(httpapi.HeaderMinPosition, minPosition)
 	}
-	resp, err := env.Client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, data
+	return env.DoResponse(t, method, path, env.SuperLogin, env.SuperPassword, body, header)
 }
