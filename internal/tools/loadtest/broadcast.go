@@ -73,6 +73,12 @@ type BroadcastResult struct {
 	PerNode []NodeMemory
 	// Setup is how long creating the accounts took.
 	Setup time.Duration
+	// CPU is where processor time went from the send until every device
+	// had the message.
+	CPU CPU
+	// NodeDelivered is when the last device of each node's clients had the
+	// message, after the send request started.
+	NodeDelivered []time.Duration
 	// ClaimConflicts and ClaimFailures sum the nodes' delivery claims that
 	// lost to another node's and the delivery rounds given up (then
 	// retried a second later), over the whole run.
@@ -130,7 +136,11 @@ func (r BroadcastResult) String() string {
 		r.RSSPerDevice()/1024, r.HeapPerDevice()/1024)
 	if len(r.PerNode) > 1 {
 		s += fmt.Sprintf("\ndelivery claims lost to another node: %d; delivery rounds given up: %d", r.ClaimConflicts, r.ClaimFailures)
+		s += "\n" + r.CPU.String()
 		for i, n := range r.PerNode {
+			if i < len(r.NodeDelivered) {
+				s += fmt.Sprintf("\n  node %d: its devices all had the message after %v", i, r.NodeDelivered[i].Round(time.Millisecond))
+			}
 			s += fmt.Sprintf("\n  node %d: %d devices, %.1f KB resident and %.1f KB Go heap and stacks per idle connection"+
 				" (first login and connection: %.1f KB resident per device it holds)",
 				i, n.Connected, n.RSSPerDevice()/1024, n.HeapPerDevice()/1024, n.FirstRSSPerDevice()/1024)
@@ -223,6 +233,7 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 
 	profiles := c.profile(ctx, o.ProfileDir, o.Log)
 	fmt.Fprintf(o.Log, "%d devices connected; sending the message\n", res.Connected)
+	cpuBefore := c.sampleCPU(clients)
 	sent := time.Now()
 	if err := first.sendMessage(ctx, provider); err != nil {
 		return res, err
@@ -231,6 +242,7 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	if err != nil {
 		return res, err
 	}
+	res.CPU = c.sampleCPU(clients).since(cpuBefore)
 	if err := profiles(); err != nil {
 		return res, err
 	}
@@ -241,6 +253,12 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 		}
 		res.ClaimConflicts += int(m[claimConflictsMetric])
 		res.ClaimFailures += int(m[claimFailuresMetric])
+	}
+	res.NodeDelivered = make([]time.Duration, o.Nodes)
+	for i, r := range results {
+		if d := r.LastReceived.Sub(sent); r.Received > 0 && d > res.NodeDelivered[i%o.Nodes] {
+			res.NodeDelivered[i%o.Nodes] = d
+		}
 	}
 	var firstAt, last time.Time
 	for _, r := range results {
