@@ -233,7 +233,7 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 
 	profiles := c.profile(ctx, o.ProfileDir, o.Log)
 	fmt.Fprintf(o.Log, "%d devices connected; sending the message\n", res.Connected)
-	cpuBefore := c.sampleCPU(clients)
+	cpuBefore := c.sampleCPU(clients, false)
 	sent := time.Now()
 	if err := first.sendMessage(ctx, provider); err != nil {
 		return res, err
@@ -242,7 +242,7 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	if err != nil {
 		return res, err
 	}
-	res.CPU = c.sampleCPU(clients).since(cpuBefore)
+	res.CPU = c.sampleCPU(clients, true).since(cpuBefore)
 	if err := profiles(); err != nil {
 		return res, err
 	}

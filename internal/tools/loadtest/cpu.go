@@ -36,9 +36,10 @@ type cpuSample struct {
 	double, nodes, clients, machine time.Duration
 }
 
-// sampleCPU reads the times of the cluster's processes and of clients,
-// running or exited.
-func (c *cluster) sampleCPU(cl *clients) cpuSample {
+// sampleCPU reads the times of the cluster's processes and of clients:
+// from /proc while they run, from their exit status once wait has
+// returned (exited).
+func (c *cluster) sampleCPU(cl *clients, exited bool) cpuSample {
 	s := cpuSample{at: time.Now(), machine: machineBusy()}
 	if c.double != nil {
 		s.double = processCPU(c.double.cmd.Process.Pid)
@@ -47,8 +48,8 @@ func (c *cluster) sampleCPU(cl *clients) cpuSample {
 		s.nodes += processCPU(n.cmd.Process.Pid)
 	}
 	for _, cmd := range cl.cmds {
-		if st := cmd.ProcessState; st != nil { // exited: /proc no longer has it
-			s.clients += st.UserTime() + st.SystemTime()
+		if exited {
+			s.clients += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		} else {
 			s.clients += processCPU(cmd.Process.Pid)
 		}
