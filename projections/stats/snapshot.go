@@ -49,6 +49,7 @@ func (p *Projector) WriteSnapshot(ctx context.Context) error {
 func (p *Projector) Restore(ctx context.Context) (eventstore.Position, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.publishWritten()
 	p.reset()
 	if p.opts.SnapshotPath == "" {
 		return eventstore.Beginning, nil
