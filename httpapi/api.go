@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"tvsm/httpapi/apidoc"
 	"tvsm/internal/app"
 	"tvsm/internal/platform/throttle"
 )
@@ -38,9 +39,13 @@ type API struct {
 
 // Mount adds the Provider API (/api/provider) and the Admin API (/api/admin)
 // to engine, both behind HTTP Basic authentication, and the Device API
-// (/api/device), behind device tokens.
+// (/api/device), behind device tokens; and, without authentication, their
+// OpenAPI documents (MountDocs: Swagger UI for the first two).
 func Mount(engine *gin.Engine, api API) {
 	auth := BasicAuth(api.Auth)
+	mustMountDocs(engine.Group("/api/admin"), apidoc.Admin, true)
+	mustMountDocs(engine.Group("/api/provider"), apidoc.Provider, true)
+	mustMountDocs(engine.Group("/api/device"), apidoc.Device, false)
 	admin := engine.Group("/api/admin", auth)
 	mountAdmin(admin, api.Admin, api.Idempotency)
 	if !api.ProfilerElsewhere {

@@ -1,0 +1,137 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"tvsm/httpapi/apidoc"
+	"tvsm/internal/testkit/apicheck"
+	"tvsm/internal/testkit/nodetest"
+)
+
+// The OpenAPI coverage: every route of the node's engine, enumerated from
+// the engine itself, is an operation of exactly one document, the one of
+// its API (/api/{provider,admin,device,stats}/...), and every operation a
+// document describes is a route of the engine. Only what is no API is left
+// out (apicheck.Route says which: the probes, /metrics, the profiler, the
+// documents and Swagger UI themselves, and anything outside /api/, such as
+// the admin console). Whether the answers match the documents is checked
+// on every request of every black-box test (nodetest wraps each node with
+// apicheck).
+
+// ginParam is a gin path parameter (":id") or wildcard ("*file").
+var ginParam = regexp.MustCompile(`[:*]([A-Za-z_]+)`)
+
+// openAPIPath writes a gin route path as OpenAPI writes it: {id} for :id.
+func openAPIPath(route string) string { return ginParam.ReplaceAllString(route, "{$1}") }
+
+type operation struct{ method, path string }
+
+func (o operation) String() string { return o.method + " " + o.path }
+
+// documentedOperations returns each document's operations.
+func documentedOperations(t *testing.T) map[string][]operation {
+	t.Helper()
+	ops := map[string][]operation{}
+	for _, name := range apidoc.Names() {
+		doc, err := apidoc.Document(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Paths map[string]map[string]json.RawMessage `json:"paths"`
+		}
+		if err := json.Unmarshal(doc.JSON, &d); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for path, item := range d.Paths {
+			for method := range item {
+				switch method {
+				case "get", "put", "post", "delete", "patch", "head", "options", "trace":
+					ops[name] = append(ops[name], operation{strings.ToUpper(method), path})
+				}
+			}
+		}
+	}
+	return ops
+}
+
+func TestOpenAPICoversEveryRoute(t *testing.T) {
+	env := nodetest.Start(t)
+	documented := documentedOperations(t)
+	inDocs := map[operation][]string{}
+	for name, ops := range documented {
+		for _, op := range ops {
+			inDocs[op] = append(inDocs[op], name)
+		}
+	}
+
+	routes := map[operation]bool{}
+	apis := map[string]int{}
+	for _, r := range env.Node.Engine.Routes() {
+		api := apicheck.Route(r.Path)
+		if api == "" {
+			continue // no API: probes, metrics, profiler, documents, Swagger UI, console
+		}
+		op := operation{r.Method, openAPIPath(r.Path)}
+		routes[op] = true
+		apis[api]++
+		switch docs := inDocs[op]; {
+		case len(docs) == 0:
+			t.Errorf("route %s is in no OpenAPI document (add it to httpapi/apidoc/%s.yaml)", op, api)
+		case len(docs) > 1:
+			t.Errorf("route %s is in the documents %v: it belongs to %s's only", op, docs, api)
+		case docs[0] != api:
+			t.Errorf("route %s is in the %s document: it belongs to %s's", op, docs[0], api)
+		}
+	}
+	for name, ops := range documented {
+		for _, op := range ops {
+			if !routes[op] {
+				t.Errorf("the %s document describes %s, which the engine does not route", name, op)
+			}
+			if api := apicheck.Route(op.path); api != name {
+				t.Errorf("the %s document describes %s, which is %q's", name, op, api)
+			}
+		}
+	}
+	// The enumeration itself: each API has routes (a node that mounted
+	// nothing would pass the checks above).
+	for _, name := range apidoc.Names() {
+		if apis[name] == 0 {
+			t.Errorf("the engine routes nothing of the %s API", name)
+		}
+	}
+}
+
+// Each API serves its document without credentials, as JSON and YAML;
+// the Provider, Admin and Statistics APIs also Swagger UI.
+func TestOpenAPIServed(t *testing.T) {
+	env := nodetest.Start(t)
+	for _, name := range apidoc.Names() {
+		base := "/api/" + name
+		status, body := env.Do(t, http.MethodGet, base+"/openapi.json", "", "", nil)
+		var doc struct {
+			OpenAPI string         `json:"openapi"`
+			Paths   map[string]any `json:"paths"`
+		}
+		if err := json.Unmarshal(body, &doc); status != http.StatusOK || err != nil {
+			t.Fatalf("%s/openapi.json: %d %v", base, status, err)
+		}
+		if doc.OpenAPI != "3.1.0" || len(doc.Paths) == 0 {
+			t.Errorf("%s/openapi.json: openapi %q, %d paths", base, doc.OpenAPI, len(doc.Paths))
+		}
+		if status, body := env.Do(t, http.MethodGet, base+"/openapi.yaml", "", "", nil); status != http.StatusOK || !strings.Contains(string(body), "openapi: 3.1.0") {
+			t.Errorf("%s/openapi.yaml: %d %.80s", base, status, body)
+		}
+		status, body = env.Do(t, http.MethodGet, base+"/swagger-ui/index.html", "", "", nil)
+		wantUI := slices.Contains([]string{apidoc.Provider, apidoc.Admin, apidoc.Stats}, name)
+		if got := status == http.StatusOK && strings.Contains(string(body), "swagger-ui-bundle.js"); got != wantUI {
+			t.Errorf("%s/swagger-ui/index.html: %d, want the page: %v", base, status, wantUI)
+		}
+	}
+}
