@@ -25,14 +25,24 @@ import (
 // publicRoutes answer without credentials, by design. A route missing here
 // must refuse requests without credentials.
 var publicRoutes = map[string]string{
-	"GET /healthz":                    "liveness probe",
-	"GET /readyz":                     "readiness probe",
-	"GET /metrics":                    "Prometheus scrape (move it to --ops-http to keep it from devices)",
-	"POST /api/device/login":          "the device login itself (throttled; wrong credentials are checked below)",
-	"GET /api/stats/openapi.json":     "API document",
-	"GET /api/stats/openapi.yaml":     "API document",
-	"GET /api/stats/swagger-ui":       "API document viewer",
-	"GET /api/stats/swagger-ui/*file": "API document viewer",
+	"GET /healthz":                       "liveness probe",
+	"GET /readyz":                        "readiness probe",
+	"GET /metrics":                       "Prometheus scrape (move it to --ops-http to keep it from devices)",
+	"POST /api/device/login":             "the device login itself (throttled; wrong credentials are checked below)",
+	"GET /api/stats/openapi.json":        "API document",
+	"GET /api/stats/openapi.yaml":        "API document",
+	"GET /api/stats/swagger-ui":          "API document viewer",
+	"GET /api/stats/swagger-ui/*file":    "API document viewer",
+	"GET /api/provider/openapi.json":     "API document",
+	"GET /api/provider/openapi.yaml":     "API document",
+	"GET /api/provider/swagger-ui":       "API document viewer",
+	"GET /api/provider/swagger-ui/*file": "API document viewer",
+	"GET /api/admin/openapi.json":        "API document",
+	"GET /api/admin/openapi.yaml":        "API document",
+	"GET /api/admin/swagger-ui":          "API document viewer",
+	"GET /api/admin/swagger-ui/*file":    "API document viewer",
+	"GET /api/device/openapi.json":       "API document",
+	"GET /api/device/openapi.yaml":       "API document",
 }
 
 // deviceRoutes are authenticated with device tokens; every other private
