@@ -2,7 +2,6 @@ package apicheck_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -35,20 +34,17 @@ func BenchmarkServe(b *testing.B) {
 	tb := &recordingTB{TB: b}
 	checked := httptest.NewServer(apicheck.Handler(tb, env.Node.Handler()))
 	defer checked.Close()
+	checkedEnv := *env // the same node, reached through the checked server
+	checkedEnv.URL = checked.URL
 	for _, path := range []string{"/api/provider/accounts/1", "/api/provider/accounts?limit=50"} {
-		for _, srv := range []struct{ name, url string }{{"plain", env.URL}, {"checked", checked.URL}} {
-			b.Run(path+"/"+srv.name, func(b *testing.B) {
+		for _, e := range []struct {
+			name string
+			env  *nodetest.Env
+		}{{"plain", env}, {"checked", &checkedEnv}} {
+			b.Run(path+"/"+e.name, func(b *testing.B) {
 				for b.Loop() {
-					req, _ := http.NewRequest(http.MethodGet, srv.url+path, nil)
-					req.SetBasicAuth(env.SuperLogin, env.SuperPassword)
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						b.Fatal(err)
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
-						b.Fatalf("%s: %d", path, resp.StatusCode)
+					if status, body := e.env.Super(b, http.MethodGet, path, nil); status != http.StatusOK {
+						b.Fatalf("%s: %d %s", path, status, body)
 					}
 				}
 			})
