@@ -193,8 +193,9 @@ func (e *DeviceLimitError) Error() string {
 func (e *DeviceLimitError) Unwrap() error { return ErrDeviceLimit }
 
 // BindDevice binds a device to the account. The application allocates
-// DeviceID and passes the provider's devices_per_account_limit in
-// ProviderLimit (nil: unlimited); the account's own limit, when set, wins.
+// DeviceID and passes in ProviderLimit the limit of accounts that set none
+// (the provider's devices_per_account_limit, else the node's default; nil:
+// unlimited); the account's own limit, when set, wins.
 // Binding a UniqueID that is already bound emits nothing and is not an
 // error: look the device up with Account.DeviceByUniqueID. Whether the
 // unique id is bound to another account is checked outside the domain.

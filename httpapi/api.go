@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"tvsm/httpapi/apidoc"
+	"tvsm/httpapi/console"
 	"tvsm/internal/app"
 	"tvsm/internal/platform/throttle"
 )
@@ -38,10 +39,13 @@ type API struct {
 }
 
 // Mount adds the Provider API (/api/provider) and the Admin API (/api/admin)
-// to engine, both behind HTTP Basic authentication, and the Device API
-// (/api/device), behind device tokens; and, without authentication, their
-// OpenAPI documents (MountDocs: Swagger UI for the first two).
+// to engine, both behind HTTP Basic authentication, the Device API
+// (/api/device), behind device tokens, and the admin console's page and
+// files (/admin/, which call those APIs from the browser); and, without
+// authentication, the APIs' OpenAPI documents (MountDocs: Swagger UI for the
+// first two).
 func Mount(engine *gin.Engine, api API) {
+	console.Mount(engine)
 	auth := BasicAuth(api.Auth)
 	mustMountDocs(engine.Group("/api/admin"), apidoc.Admin, true)
 	mustMountDocs(engine.Group("/api/provider"), apidoc.Provider, true)

@@ -387,7 +387,11 @@ func decodeViewing(obj *wire.Object) []command.ViewingSession {
 func (h *deviceHandlers) websocket(c *gin.Context) {
 	d, _ := CurrentDevice(c)
 	id := wsgateway.Identity{Device: d.Device, Account: d.Account, Provider: d.Provider, Address: c.ClientIP()}
-	if err := h.sockets.Upgrade(c.Writer, c.Request, id); err != nil {
+	err := h.sockets.Upgrade(c.Writer, c.Request, id)
+	switch {
+	case errors.Is(err, wsgateway.ErrAddressFull):
+		writeAddressFull(c, err)
+	case err != nil:
 		_ = c.Error(err) // the upgrader answered the client
 	}
 	c.Abort()

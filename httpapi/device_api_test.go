@@ -275,11 +275,39 @@ func TestDeviceLimit(t *testing.T) {
 	status, body := r.env.Do(t, http.MethodPost, "/api/device/login", "", "", r.loginBody("tight", "t2", devPassword))
 	devFails(t, status, body, http.StatusForbidden, "device_limit")
 
-	// No limit on either: unlimited.
+	// No limit on either: the node's default (100 unless configured).
 	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/providers/%d", r.provider), map[string]any{"devices_per_account_limit": nil})
 	for i := range 6 {
 		r.loginOK(t, r.login, fmt.Sprint("many-", i))
 	}
+}
+
+// When neither the account nor its provider sets a limit, the node's
+// default holds, for device logins and the Provider API's binds alike; a
+// limit of the provider or the account lifts it.
+func TestDefaultDeviceLimit(t *testing.T) {
+	r := newDevRig(t, nodetest.Options{DefaultDeviceLimit: 2})
+	r.loginOK(t, r.login, "d1")
+	r.loginOK(t, r.login, "d2")
+	unchanged(t, r.env, "bind over the default limit", func() {
+		status, body := r.env.Do(t, http.MethodPost, "/api/device/login", "", "", r.loginBody(r.login, "d3", devPassword))
+		devFails(t, status, body, http.StatusForbidden, "device_limit")
+		status, body = r.env.Super(t, http.MethodPost, "/api/provider/devices", map[string]any{"account": r.account, "unique_id": "d3"})
+		if e := devFails(t, status, body, http.StatusBadRequest, "validation_failed"); !strings.Contains(e.Fields["account"], "maximum of 2") {
+			t.Fatalf("provider bind over the default: %s", body)
+		}
+	})
+	// The account's own limit lifts the default.
+	r.super(t, http.MethodPost, "/api/provider/accounts", map[string]any{"id": r.account, "devices_per_account_limit": 3})
+	r.loginOK(t, r.login, "d3")
+	// So does the provider's, for accounts without their own.
+	r.newAccount(t, "second-owner", nil)
+	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/providers/%d", r.provider), map[string]any{"devices_per_account_limit": 4})
+	for _, uid := range []string{"s1", "s2", "s3", "s4"} {
+		r.loginOK(t, "second-owner", uid)
+	}
+	status, body := r.env.Do(t, http.MethodPost, "/api/device/login", "", "", r.loginBody("second-owner", "s5", devPassword))
+	devFails(t, status, body, http.StatusForbidden, "device_limit")
 }
 
 // A unique id bound to another account moves: bound to the new account,

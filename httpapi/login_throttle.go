@@ -16,7 +16,8 @@ import (
 	"tvsm/internal/platform/throttle"
 )
 
-// CodeTooManyRequests is the error code of a 429: too many failed logins.
+// CodeTooManyRequests is the error code of a 429: too many failed logins,
+// or too many connections or websockets from the client's address.
 const CodeTooManyRequests = "too_many_requests"
 
 // ThrottledError is the answer to a login attempt refused because of

@@ -41,6 +41,7 @@ type AccountReads interface {
 	AsOf(ctx context.Context, c app.Caller, id int64, t time.Time) (query.AccountView, error)
 	ListAsOf(ctx context.Context, c app.Caller, q readmodel.AccountQuery, t time.Time) (readmodel.List[query.AccountView], error)
 	SubscriptionsAsOf(ctx context.Context, c app.Caller, q readmodel.SubscriptionQuery, t time.Time) (readmodel.List[readmodel.Subscription], error)
+	DevicesAsOf(ctx context.Context, c app.Caller, q readmodel.DeviceQuery, t time.Time) (readmodel.List[readmodel.Device], error)
 }
 
 // ChangeFeed answers the change feed.
@@ -115,8 +116,11 @@ type ProviderAPI struct {
 	DeviceSubscriptionReads Reads[readmodel.Subscription, readmodel.SubscriptionQuery]
 	// Devices: a create registers a device for an account (pre-bound); a
 	// delete unbinds it.
-	Devices      Writes[readmodel.Device, command.DeviceInput]
-	DeviceReads  Reads[readmodel.Device, readmodel.DeviceQuery]
+	Devices     Writes[readmodel.Device, command.DeviceInput]
+	DeviceReads Reads[readmodel.Device, readmodel.DeviceQuery]
+	// DeviceOnline reports whether a device's websocket is open on this
+	// node (a device's "online"); nil answers false.
+	DeviceOnline func(device int64) bool
 	Networks     Writes[readmodel.AccountNetwork, command.NetworkInput]
 	NetworkReads Reads[readmodel.AccountNetwork, readmodel.NetworkQuery]
 	Changes      ChangeFeed

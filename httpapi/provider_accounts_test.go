@@ -500,6 +500,12 @@ func TestProviderAccountIdempotencyKey(t *testing.T) {
 	if status != http.StatusUnprocessableEntity {
 		t.Fatalf("other body: %d %s", status, body)
 	}
+	// Its cause says what to do and names nothing internal.
+	var mismatch apiError
+	if err := json.Unmarshal(body, &mismatch); err != nil || mismatch.Code != "idempotency_key_mismatch" ||
+		!strings.Contains(mismatch.Cause, "new key") || strings.Contains(string(body), "idem-") || strings.Contains(string(body), "app:") {
+		t.Fatalf("other body: %s", body)
+	}
 	// Another key: a new request (here refused: the login is taken).
 	status, _ = p.doHeader(t, http.MethodPost, "/accounts", b, http.Header{"Idempotency-Key": {"sync-43"}})
 	if status != http.StatusBadRequest {

@@ -370,6 +370,7 @@ type commandViewJSON struct {
 	PostTime wire.PostTime     `json:"post_time"`
 	TTL      *int64            `json:"ttl"`
 	State    string            `json:"state"`
+	Reason   *string           `json:"reason"` // why an expired command expired; null otherwise
 	Counts   receiptCountsJSON `json:"counts"`
 	Receipts []receiptJSON     `json:"receipts"`
 }
@@ -417,6 +418,9 @@ func commandView(c query.CommandView) commandViewJSON {
 	if !c.Command.TTL.IsZero() {
 		ttl := c.Command.TTL.Unix()
 		out.TTL = &ttl
+	}
+	if c.Reason != "" {
+		out.Reason = &c.Reason
 	}
 	for i, r := range c.Receipts {
 		out.Receipts[i] = receiptJSON{

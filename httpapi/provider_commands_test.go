@@ -81,8 +81,15 @@ func issued(t testing.TB, env *nodetest.Env, id int64) (domain.CommandsIssued, d
 	if err != nil {
 		t.Fatalf("read command-%d: %v", id, err)
 	}
-	if len(recs) != 1 || recs[0].Type != domain.CommandsIssuedType {
-		t.Fatalf("command-%d holds %d events; want one %s", id, len(recs), domain.CommandsIssuedType)
+	// The dispatcher appends its claims after the send.
+	issues := 0
+	for _, r := range recs {
+		if r.Type == domain.CommandsIssuedType {
+			issues++
+		}
+	}
+	if len(recs) == 0 || recs[0].Type != domain.CommandsIssuedType || issues != 1 {
+		t.Fatalf("command-%d holds %d events, %d of them %s; want one, first", id, len(recs), issues, domain.CommandsIssuedType)
 	}
 	e, err := env.Node.Registry.Decode(recs[0].Type, recs[0].Data)
 	if err != nil {
@@ -93,6 +100,28 @@ func issued(t testing.TB, env *nodetest.Env, id int64) (domain.CommandsIssued, d
 		t.Fatal(err)
 	}
 	return e.(domain.CommandsIssued), md
+}
+
+// roundRecorded waits until the dispatcher has recorded the send-time
+// round of send id's command 0 (a CommandsSent, with or without devices).
+func roundRecorded(t testing.TB, env *nodetest.Env, id int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recs, err := env.Store.ReadStream(context.Background(), domain.CommandStream(id), eventstore.Start, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Type == domain.CommandsSentType {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("command-%d: no round recorded within 10s", id)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func TestSendToEachRecipientClass(t *testing.T) {
@@ -353,6 +382,7 @@ func TestSendIdempotencyKey(t *testing.T) {
 		t.Fatalf("first: %d %s", status, first)
 	}
 	id := decodeObj(t, first).int(t, "send_id")
+	roundRecorded(t, w.env, id) // the dispatcher's append, not the retry's
 	before := head(t, w.env)
 	status, again := send()
 	if status != http.StatusOK || string(again) != string(first) {

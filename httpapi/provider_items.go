@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -107,6 +108,7 @@ var providerDeviceList = ListSpec{
 		"remote_custom_field": FilterString,
 		"mac":                 FilterString,
 	},
+	Params: []string{"as_of"},
 }
 
 // providerDevices is /devices: a create registers a device for an account
@@ -137,7 +139,10 @@ func providerDevices(api ProviderAPI, idem Idempotency) providerResource[readmod
 			}
 			return dq
 		},
-		decode: readProviderDevice, view: providerDevice, render: encodeProviderDevice,
+		decode: readProviderDevice,
+		view:   func(d readmodel.Device) providerDeviceJSON { return providerDevice(d, api.DeviceOnline) },
+		render: func(d readmodel.Device) ([]byte, error) { return json.Marshal(providerDevice(d, api.DeviceOnline)) },
+		listAt: api.AccountReads.DevicesAsOf,
 	}
 }
 

@@ -98,7 +98,9 @@ func (r providerResource[T, F, Q, V]) list(c *gin.Context) {
 		WriteError(c, err)
 		return
 	} else if ok && r.listAt != nil {
-		list = func(ctx context.Context, caller app.Caller, q Q) (readmodel.List[T], error) { return r.listAt(ctx, caller, q, at) }
+		list = func(ctx context.Context, caller app.Caller, q Q) (readmodel.List[T], error) {
+			return r.listAt(ctx, caller, q, at)
+		}
 	}
 	l, err := list(c.Request.Context(), callerOf(c), rq)
 	if err != nil {

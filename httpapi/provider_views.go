@@ -192,7 +192,8 @@ func encodeProviderDeviceSubscription(s readmodel.Subscription) ([]byte, error) 
 // providerDeviceJSON is a bound device: TVIP's device object (ipaddr,
 // first_online, last_online, last_fw_ver and operation_system from its
 // logins and connections; the rest set by the provider), plus class,
-// model (null when the device did not report one) and created of ours.
+// model (null when the device did not report one), created and online of
+// ours.
 type providerDeviceJSON struct {
 	ID                int64         `json:"id"`
 	UniqueID          string        `json:"unique_id"`
@@ -212,9 +213,13 @@ type providerDeviceJSON struct {
 	Class             string        `json:"class"`
 	Model             *string       `json:"model"`
 	Created           wire.DateTime `json:"created"`
+	// Online: its websocket is open on the node that answers.
+	Online bool `json:"online"`
 }
 
-func providerDevice(d readmodel.Device) providerDeviceJSON {
+// providerDevice renders d; online (nil: never) says whether its websocket
+// is open.
+func providerDevice(d readmodel.Device, online func(device int64) bool) providerDeviceJSON {
 	v := providerDeviceJSON{
 		ID:                d.ID,
 		UniqueID:          d.UniqueID,
@@ -233,6 +238,7 @@ func providerDevice(d readmodel.Device) providerDeviceJSON {
 		DeviceType:        d.DeviceType,
 		Class:             string(d.Class),
 		Created:           wire.NewDateTime(d.Created, nil),
+		Online:            online != nil && online(d.ID),
 	}
 	if d.Model != "" {
 		m := d.Model
@@ -240,8 +246,6 @@ func providerDevice(d readmodel.Device) providerDeviceJSON {
 	}
 	return v
 }
-
-func encodeProviderDevice(d readmodel.Device) ([]byte, error) { return json.Marshal(providerDevice(d)) }
 
 // providerNetworkJSON is an account network (TVIP's account_network).
 type providerNetworkJSON struct {

@@ -43,6 +43,8 @@ var publicRoutes = map[string]string{
 	"GET /api/admin/swagger-ui/*file":    "API document viewer",
 	"GET /api/device/openapi.json":       "API document",
 	"GET /api/device/openapi.yaml":       "API document",
+	"GET /admin":                         "the admin console's page: it holds no data and calls the APIs with the admin's credentials",
+	"GET /admin/*file":                   "the admin console's scripts and styles",
 }
 
 // deviceRoutes are authenticated with device tokens; every other private

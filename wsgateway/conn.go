@@ -22,6 +22,9 @@ type Conn struct {
 	seq         uint64 // unique within the hub
 	connectedAt time.Time
 	peerCode    atomic.Int32 // close code the device sent, if any
+	// release gives back the connection's place among its address's
+	// (Options.MaxPerAddress) once its socket is closed.
+	release func()
 
 	q          queue
 	pingDue    atomic.Bool
@@ -306,6 +309,9 @@ func (c *Conn) finish() {
 		}
 	}
 	_ = c.ws.Close()
+	if c.release != nil {
+		c.release()
+	}
 	<-c.readerDone
 	c.q.stopWriter()
 	c.hub.stats.closed(c.reason)

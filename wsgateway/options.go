@@ -45,6 +45,10 @@ type Options struct {
 	// ReadBufferSize and WriteBufferSize size gorilla's I/O buffers. The
 	// write buffer is pooled, so idle connections do not hold one.
 	ReadBufferSize, WriteBufferSize int
+	// MaxPerAddress is the most websockets one client address
+	// (Identity.Address, an IPv6 /64 counting as one address) holds at
+	// once; Upgrade refuses more with ErrAddressFull. 0: no cap.
+	MaxPerAddress int
 	// CheckOrigin is passed to the websocket.Upgrader; nil means gorilla's
 	// same-origin check (requests without an Origin header are accepted).
 	CheckOrigin func(r *http.Request) bool

@@ -101,11 +101,12 @@ func (p *process) stop(sig os.Signal) int {
 	}
 }
 
-// api is an HTTP client of a node, as its superadmin.
+// api is an HTTP client of a node, as its superadmin root.
 type api struct {
-	t    *testing.T
-	base string
-	c    *http.Client
+	t        *testing.T
+	base     string
+	c        *http.Client
+	password string
 }
 
 // call sends body (JSON) and decodes the answer into out (when not nil),
@@ -124,7 +125,7 @@ func (a api) call(method, path string, body any, out any) int {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	req.SetBasicAuth("root", "esdb-double-test")
+	req.SetBasicAuth("root", a.password)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := a.c.Do(req)
 	if err != nil {
@@ -132,7 +133,9 @@ func (a api) call(method, path string, body any, out any) int {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode < 300 {
+	if text, ok := out.(*string); ok {
+		*text = string(b)
+	} else if out != nil && resp.StatusCode < 300 {
 		if err := json.Unmarshal(b, out); err != nil {
 			a.t.Fatalf("%s %s: %v in %s", method, path, err, b)
 		}
@@ -167,8 +170,8 @@ func TestServeOnESDBDouble(t *testing.T) {
 
 	node := startProcess(t, "serve", []string{"TVSM_ADMIN_LOGIN=root", "TVSM_ADMIN_PASSWORD=esdb-double-test"},
 		"serve", "--http", "127.0.0.1:0", "--data", filepath.Join(dir, "node"), "--log-format", "json",
-		"--eventstore", "esdb://"+storeAddr+"?tls=false")
-	a := api{t: t, base: "http://" + node.addr(), c: &http.Client{Timeout: 10 * time.Second}}
+		"--eventstore", "esdb://"+storeAddr+"?tls=false", "--stats-embedded-on-shared-store", "true")
+	a := api{t: t, base: "http://" + node.addr(), c: &http.Client{Timeout: 10 * time.Second}, password: "esdb-double-test"}
 
 	var provider struct{ ID int64 }
 	a.ok(http.MethodPost, "/api/admin/providers", map[string]any{"name": "Double ISP"}, &provider)

@@ -20,7 +20,7 @@ import (
 
 // isolateEnv blanks every TVSM_* variable of the test process: run reads the
 // real environment, and an empty variable counts as unset.
-func isolateEnv(t *testing.T) {
+func isolateEnv(t testing.TB) {
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TVSM_") {
 			t.Setenv(k, "")
@@ -88,18 +88,22 @@ func TestServeConfigFromEnvironment(t *testing.T) {
 
 func TestServeFailsOnUnreachableBackends(t *testing.T) {
 	isolateEnv(t)
-	for _, tc := range []struct{ flag, value, want string }{
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
 		// Port 1 on loopback: nothing listens, so the store is unavailable.
-		{"--eventstore", "esdb://127.0.0.1:1?tls=false", "event store: esdb: esdb://127.0.0.1:1?tls=false: not reachable"},
-		{"--stats", "clickhouse://127.0.0.1:1/tvsm", "stats: "},
+		{[]string{"--eventstore", "esdb://127.0.0.1:1?tls=false", "--stats-embedded-on-shared-store", "true"},
+			"event store: esdb: esdb://127.0.0.1:1?tls=false: not reachable"},
+		{[]string{"--stats", "clickhouse://127.0.0.1:1/tvsm"}, "stats: "},
 	} {
 		// serve waits for an EventStoreDB to answer until it is stopped.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		var out, errOut bytes.Buffer
-		code := run(ctx, []string{"serve", "--data", t.TempDir(), "--http", "127.0.0.1:0", tc.flag, tc.value}, &out, &errOut)
+		code := run(ctx, append([]string{"serve", "--data", t.TempDir(), "--http", "127.0.0.1:0"}, tc.args...), &out, &errOut)
 		cancel()
 		if code != exitFailure || !strings.Contains(errOut.String(), tc.want) {
-			t.Errorf("%s %s: exit %d, stderr %q", tc.flag, tc.value, code, errOut.String())
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut.String())
 		}
 	}
 }
@@ -177,7 +181,7 @@ func TestServe(t *testing.T) {
 // shutdown timeout and the superadmin root (password s3cret-root), until
 // cancel (what SIGINT/SIGTERM do) or the test's end. It returns the log
 // and the exit code's channel.
-func startServe(t *testing.T, args ...string) (stderr *testutil.SyncBuffer, exited chan int, cancel func()) {
+func startServe(t testing.TB, args ...string) (stderr *testutil.SyncBuffer, exited chan int, cancel func()) {
 	t.Helper()
 	isolateEnv(t)
 	t.Setenv("TVSM_ADMIN_PASSWORD", "s3cret-root")
@@ -191,7 +195,7 @@ func startServe(t *testing.T, args ...string) (stderr *testutil.SyncBuffer, exit
 
 // waitForListening reads the JSON log until the "listening" line and returns
 // its address (port 0 was asked for, so only the log knows it).
-func waitForListening(t *testing.T, log *testutil.SyncBuffer, exited <-chan int) string {
+func waitForListening(t testing.TB, log *testutil.SyncBuffer, exited <-chan int) string {
 	t.Helper()
 	addrs := waitForListeners(t, log, exited, 1)
 	if addr, ok := addrs["api"]; ok {
@@ -202,7 +206,7 @@ func waitForListening(t *testing.T, log *testutil.SyncBuffer, exited <-chan int)
 
 // waitForListeners reads the JSON log until n "listening" lines are there
 // and returns their addresses by listener name.
-func waitForListeners(t *testing.T, log *testutil.SyncBuffer, exited <-chan int, n int) map[string]string {
+func waitForListeners(t testing.TB, log *testutil.SyncBuffer, exited <-chan int, n int) map[string]string {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {

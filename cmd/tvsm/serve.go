@@ -14,17 +14,21 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
 	"tvsm/eventstore/esdb"
 	"tvsm/httpapi"
 	"tvsm/internal/platform/config"
+	"tvsm/internal/platform/connlimit"
 	"tvsm/internal/platform/logging"
 	"tvsm/internal/platform/metrics"
 	"tvsm/internal/platform/throttle"
 	"tvsm/internal/wiring/node"
 	"tvsm/projections/stats"
 	"tvsm/projections/stats/clickhouse"
+	"tvsm/wsgateway"
 )
 
 // serve is `tvsm serve`: load the configuration, then run the node until ctx
@@ -64,12 +68,13 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 		return err
 	}
 	opened.push("event store", store.Close)
-	n, err := startNode(ctx, cfg, logger, store, facts)
+	reg := metrics.NewRegistry()
+	n, err := startNode(ctx, cfg, logger, reg, store, facts)
 	if err != nil {
 		return err
 	}
 	opened.push("node", n.Close)
-	return serveHTTP(ctx, cfg, endpoints(cfg, n), logger)
+	return serveHTTP(ctx, cfg, endpoints(cfg, n, reg), logger)
 }
 
 // closeStack closes what runNode opened, newest first, so that the node
@@ -101,11 +106,11 @@ func (s *closeStack) closeAll() error {
 
 // startNode starts the node on store and facts (nil: the node's embedded
 // statistics) as cfg says.
-func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, store eventstore.Store, facts *clickhouse.Store) (*node.Node, error) {
+func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, reg *prometheus.Registry, store eventstore.Store, facts *clickhouse.Store) (*node.Node, error) {
 	n, err := node.Start(ctx, store, node.Options{
 		DataDir:               cfg.DataDir,
 		Logger:                logger,
-		Metrics:               metrics.NewRegistry(),
+		Metrics:               reg,
 		AdminLogin:            cfg.AdminLogin,
 		AdminPassword:         cfg.AdminPassword,
 		ReadYourWritesTimeout: cfg.ReadYourWritesTimeout,
@@ -124,8 +129,10 @@ func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, stor
 		DeviceLogins: throttle.GuardOptions{
 			LoginLimit: cfg.DeviceLoginFailures, AddressLimit: cfg.DeviceAddressFailures, LoginTotalLimit: cfg.DeviceLoginTotalFailures,
 		},
-		PasswordChecks: cfg.PasswordChecks,
-		OpsListener:    cfg.OpsHTTPAddr != "",
+		PasswordChecks:     cfg.PasswordChecks,
+		OpsListener:        cfg.OpsHTTPAddr != "",
+		Sockets:            wsgateway.Options{MaxPerAddress: cfg.MaxWebsocketsPerAddress},
+		DefaultDeviceLimit: cmp.Or(cfg.DefaultDeviceLimit, -1), // 0 is none here, the default there
 	})
 	if err != nil {
 		return nil, err
@@ -143,11 +150,21 @@ func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, stor
 type endpoint struct {
 	name, addr string
 	handler    http.Handler
+	// limit caps the listener's connections (nil: no caps).
+	limit func(net.Listener) net.Listener
 }
 
-// endpoints are the listeners of n as cfg says.
-func endpoints(cfg config.Config, n *node.Node) []endpoint {
-	eps := []endpoint{{name: "api", addr: cfg.HTTPAddr, handler: n.Handler()}}
+// endpoints are the listeners of n as cfg says. The API's, which devices
+// and the internet reach, has the connection caps; the operators' one is
+// private.
+func endpoints(cfg config.Config, n *node.Node, reg prometheus.Registerer) []endpoint {
+	eps := []endpoint{{name: "api", addr: cfg.HTTPAddr, handler: n.Handler(), limit: func(l net.Listener) net.Listener {
+		capped := connlimit.Wrap(l, connlimit.Options{
+			Max: cfg.MaxConnections, PerAddress: cfg.MaxConnectionsPerAddress, Refusal: httpapi.ConnectionRefusal,
+		})
+		registerConnectionMetrics(reg, capped)
+		return capped
+	}}}
 	if n.Ops != nil {
 		eps = append(eps, endpoint{name: "ops", addr: cfg.OpsHTTPAddr, handler: httpapi.Handler(n.Ops)})
 	}
@@ -172,6 +189,9 @@ func serveHTTP(ctx context.Context, cfg config.Config, eps []endpoint, logger *s
 				_ = opened.Close()
 			}
 			return fmt.Errorf("listen on %s: %w", ep.addr, err)
+		}
+		if ep.limit != nil {
+			l = ep.limit(l)
 		}
 		listeners = append(listeners, l)
 	}
@@ -221,6 +241,19 @@ func shutDown(running []serving, timeout time.Duration, logger *slog.Logger) err
 	}
 	logger.Info("stopped")
 	return errors.Join(errs...)
+}
+
+// registerConnectionMetrics exports the connections l holds and refuses.
+func registerConnectionMetrics(reg prometheus.Registerer, l *connlimit.Listener) {
+	metrics.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "tvsm_http_connections", Help: "Connections open on the API listener, websockets included.",
+	}, func() float64 { return float64(l.Open()) }))
+	for _, r := range []connlimit.Reason{connlimit.Total, connlimit.PerAddress} {
+		metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tvsm_http_connections_refused_total", ConstLabels: prometheus.Labels{"cap": r.String()},
+			Help: "Connections the API listener refused at once: max_connections (total) or max_connections_per_address (address).",
+		}, func() float64 { return float64(l.Refused(r)) }))
+	}
 }
 
 // closableStore is an event store backend the node owns and closes.

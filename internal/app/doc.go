@@ -66,7 +66,11 @@
 //     before any work, with NoStream for a new key (of concurrent requests
 //     with one key exactly one starts) or the exact revision for a takeover.
 //     The attempt owns the key until LeaseUntil (Options.IdempotencyLease,
-//     30s); its context ends then too.
+//     3s) and renews it while its work runs (IdempotencyLeaseExtended, a
+//     third of a lease before the work's deadline); the work's context
+//     ends a third of a lease before a lease it could not renew runs out,
+//     so work never goes on past its lease, and a key whose attempt died
+//     is free one lease later at most.
 //  2. IdempotencyIDPinned{Kind, Index, ID}: appended by Pins.ID before an id is
 //     used, so a retry reuses the same account/subscription/... ids, hence
 //     the same streams and the same event ids.
@@ -76,7 +80,8 @@
 //
 // A request with a known key: another body → ErrIdempotencyMismatch (HTTP 422,
 // per the IETF Idempotency-Key draft); a recorded response → that response;
-// an attempt still within its lease → ErrIdempotencyInProgress (HTTP 409);
+// an attempt still within its lease → ErrIdempotencyInProgress (HTTP 409, an
+// *InProgressError saying how long the lease still runs);
 // otherwise (lease expired after a crash, or the last attempt failed) a new
 // attempt of the same generation, which re-runs the work with the pinned ids
 // in recovering mode: each Execute finds the commands the interrupted

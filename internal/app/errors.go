@@ -1,10 +1,12 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Errors of the application layer. They are returned wrapped (in an *OpError
@@ -37,6 +39,29 @@ var (
 	// is an *InUseError naming them.
 	ErrInUse = errors.New("app: in use")
 )
+
+// InProgressError is ErrIdempotencyInProgress with when the attempt that
+// holds the key lets go of it, unless it renews its lease or records its
+// response before.
+type InProgressError struct {
+	Attempt int
+	Until   time.Time
+	// Wait is Until less the time of the refusal, by the executor's clock.
+	Wait time.Duration
+}
+
+// Error implements error.
+func (e *InProgressError) Error() string {
+	return fmt.Sprintf("%v (attempt %d holds it until %s)", ErrIdempotencyInProgress, e.Attempt, e.Until.Format(time.RFC3339Nano))
+}
+
+// Unwrap returns ErrIdempotencyInProgress.
+func (e *InProgressError) Unwrap() error { return ErrIdempotencyInProgress }
+
+// errLeaseLost ends an idempotent attempt's work whose lease could not be
+// renewed (the store did not answer in time, or another attempt took the
+// key over). It is a timeout: the client retries.
+var errLeaseLost = fmt.Errorf("app: idempotency lease not renewed in time: %w", context.DeadlineExceeded)
 
 // OpError is the error of an application-layer operation: it names the
 // operation ("execute", "decide", "append", "load", "reserve", "allocate",

@@ -46,6 +46,9 @@ type Dispatcher struct {
 	// Owned by the loop goroutine (by New and Close while no loop runs).
 	state    *state
 	caughtUp atomic.Bool // set by the loop only
+	// liveSince is when this process caught up: commands due before it
+	// were due while this node did not run.
+	liveSince time.Time
 
 	inbox   chan loopMsg
 	pending pending
@@ -252,6 +255,11 @@ func (d *Dispatcher) Panicked() bool { return d.runner.Stats().Panicked }
 // CaughtUp reports whether the dispatcher has read the log to its head
 // (once, since New): only then does it deliver.
 func (d *Dispatcher) CaughtUp() bool { return d.caughtUp.Load() }
+
+// Live reports whether the dispatcher follows the log at its head now: it
+// is false before the first catch-up and while its subscription is down (a
+// store that cannot be reached), until a resubscription has caught up.
+func (d *Dispatcher) Live() bool { return d.runner.Stats().Live }
 
 // WaitApplied waits until the dispatcher has applied the log up to pos (and
 // run the delivery rounds of the sends up to it), or ctx ends.

@@ -55,6 +55,10 @@ type Config struct {
 	// form (the billing proxy's address policy); its error is the field's
 	// problem.
 	BillingURL func(url string) error
+	// DefaultDeviceLimit is the device limit of an account when neither
+	// the account nor its provider sets devices_per_account_limit; nil
+	// means none.
+	DefaultDeviceLimit *int
 }
 
 // Commands are the command handlers, one per resource.
@@ -107,6 +111,17 @@ func New(cfg Config) (*Commands, error) {
 		Admins:              &Admins{w},
 		Sends:               &Sends{w},
 	}, nil
+}
+
+// providerDeviceLimit is the device limit of the accounts of provider that
+// set none themselves: the provider's devices_per_account_limit, else the
+// node's default (nil: unlimited). The account's own limit, when set, wins
+// over it (domain.Account.DeviceLimit).
+func (w *writer) providerDeviceLimit(provider int64) *int {
+	if p, ok := w.model.Provider(provider); ok && p.DevicesPerAccountLimit != nil {
+		return p.DevicesPerAccountLimit
+	}
+	return w.cfg.DefaultDeviceLimit
 }
 
 // writer is what every command handler shares.

@@ -99,7 +99,8 @@ const pinLen = 32
 //
 // A device already bound to the account logs in again without appending
 // anything. A new one is bound within the device limit (the account's
-// devices_per_account_limit, else the provider's, none meaning unlimited);
+// devices_per_account_limit, else the provider's, else the node's default,
+// Config.DefaultDeviceLimit);
 // over it the error is a *domain.DeviceLimitError listing the bound
 // devices, and nothing changes. A unique id bound to another account is
 // moved: bound to this account first (so a refusal by the limit leaves it
@@ -266,12 +267,9 @@ func (h *Devices) bind(ctx context.Context, in DeviceLoginInput, acc readmodel.A
 	if err != nil {
 		return 0, eventstore.Position{}, err
 	}
-	var limit *int
-	if p, ok := w.model.Provider(acc.Provider); ok {
-		limit = p.DevicesPerAccountLimit
-	}
 	meta := deviceMeta(id, in.RequestID)
-	cmd := domain.BindDevice{AccountID: acc.ID, DeviceID: id, UniqueID: in.UniqueID, Class: in.Class, Model: in.Model, ProviderLimit: limit}
+	cmd := domain.BindDevice{AccountID: acc.ID, DeviceID: id, UniqueID: in.UniqueID, Class: in.Class, Model: in.Model,
+		ProviderLimit: w.providerDeviceLimit(acc.Provider)}
 	res, err := app.Execute(ctx, w.x, cmd.Stream(), domain.AccountDecider(), domain.AccountCommand(cmd), meta)
 	if err != nil {
 		return 0, eventstore.Position{}, err

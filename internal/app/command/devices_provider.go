@@ -76,9 +76,7 @@ func (h *Devices) Create(ctx context.Context, c app.Caller, in DeviceInput) (rea
 	if l, err := w.model.ListDevices(readmodel.DeviceQuery{Scope: readmodel.ProviderScope(acc.Provider), UniqueID: uid}); err == nil && l.Total > 0 {
 		return readmodel.Device{}, domain.NewValidationError("unique_id", fmt.Sprintf("already bound (device %d)", l.Slice()[0].ID))
 	}
-	if p, ok := w.model.Provider(acc.Provider); ok {
-		cmd.ProviderLimit = p.DevicesPerAccountLimit
-	}
+	cmd.ProviderLimit = w.providerDeviceLimit(acc.Provider)
 	id, err := w.x.NewID(ctx, "device")
 	if err != nil {
 		return readmodel.Device{}, err
@@ -163,9 +161,7 @@ func (h *Devices) move(ctx context.Context, c app.Caller, cur readmodel.Device, 
 	moved, _ := domain.AccountDecider().Fold(st, events...).Device(cur.ID)
 	bind := domain.BindDevice{AccountID: target, DeviceID: cur.ID, UniqueID: moved.UniqueID, Class: moved.Class, Model: moved.Model,
 		Fields: moved.DeviceFields}
-	if p, ok := w.model.Provider(acc.Provider); ok {
-		bind.ProviderLimit = p.DevicesPerAccountLimit
-	}
+	bind.ProviderLimit = w.providerDeviceLimit(acc.Provider)
 	if _, err := execute(ctx, w, c, bind.Stream(), domain.AccountDecider(), domain.AccountCommand(bind)); err != nil {
 		return readmodel.Device{}, limitProblem(err)
 	}

@@ -62,7 +62,6 @@ func (h *Sends) Send(ctx context.Context, c app.Caller, in SendInput) (int64, er
 	return id, nil
 }
 
-
 // check validates a send before an id is taken and returns its scope:
 // the caller's provider, or for a superadmin the one provider every target
 // belongs to (nil when they span several). One answer names every bad

@@ -93,6 +93,27 @@ func (q *Accounts) SubscriptionsAsOf(ctx context.Context, c app.Caller, sq readm
 	return l, listError(err)
 }
 
+// DevicesAsOf lists the devices dq selects that were bound at t, with
+// what the provider had set of them then (what only their own streams
+// tell, their logins and connections, is left out). It needs dq.Account.
+func (q *Accounts) DevicesAsOf(ctx context.Context, c app.Caller, dq readmodel.DeviceQuery, t time.Time) (readmodel.List[readmodel.Device], error) {
+	if dq.Account == 0 {
+		return readmodel.List[readmodel.Device]{}, domain.NewValidationError("as_of", "needs account: devices as of a time are read from that account's history")
+	}
+	if provider, ok := q.r.cfg.Model.AccountOwner(dq.Account); ok {
+		if err := c.CheckScope(provider); err != nil {
+			return readmodel.List[readmodel.Device]{}, fmt.Errorf("account %d: %w", dq.Account, err)
+		}
+	}
+	m, err := q.r.modelAt(ctx, []int64{dq.Account}, t)
+	if err != nil {
+		return readmodel.List[readmodel.Device]{}, err
+	}
+	dq.Scope = listScope(c)
+	l, err := m.ListDevices(dq)
+	return l, listError(err)
+}
+
 // viewAt is view at t, services judged at t.
 func viewAt(m *readmodel.Model, a readmodel.Account, t time.Time) AccountView {
 	v := AccountView{Account: a}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
@@ -54,6 +55,10 @@ type Config struct {
 	EventStore string
 	// Stats is "embedded" or a ClickHouse URL (clickhouse://).
 	Stats string
+	// StatsEmbeddedOnSharedStore lets the embedded statistics store run on
+	// a shared event store (EventStoreDB), where Validate refuses it by
+	// default: every node would keep, and answer from, a copy of its own.
+	StatsEmbeddedOnSharedStore bool
 	// Features are the enabled feature flags, each one of KnownFeatures.
 	Features []string
 	// LogLevel is the lowest level logged.
@@ -97,6 +102,15 @@ type Config struct {
 	// PasswordChecks bounds the admin password checks (bcrypt) running at
 	// once; 0 means half the cores.
 	PasswordChecks int
+	// MaxConnections caps the connections of the HTTP listener, in all and
+	// from one client address (an IPv6 client's /64 counts as one);
+	// MaxWebsocketsPerAddress caps the device websockets from one address.
+	// 0 means no cap.
+	MaxConnections, MaxConnectionsPerAddress, MaxWebsocketsPerAddress int
+	// DefaultDeviceLimit is how many devices an account may bind when
+	// neither it nor its provider sets devices_per_account_limit; 0 means
+	// no limit.
+	DefaultDeviceLimit int
 }
 
 // Defaults returns the configuration used when nothing is set: everything
@@ -123,6 +137,10 @@ func Defaults() Config {
 		DeviceLoginFailures:      5,
 		DeviceAddressFailures:    20,
 		DeviceLoginTotalFailures: 20,
+		MaxConnections:           100_000,
+		MaxConnectionsPerAddress: 1000,
+		MaxWebsocketsPerAddress:  500,
+		DefaultDeviceLimit:       100,
 	}
 }
 
@@ -144,8 +162,18 @@ func (c Config) Validate() error {
 	if c.AdminPassword != "" && c.AdminLogin == "" {
 		return errors.New("admin_password is set but admin_login is not")
 	}
+	if c.EventStore != EventStoreEmbedded && c.Stats == StatsEmbedded && !c.StatsEmbeddedOnSharedStore {
+		return errEmbeddedStatsOnSharedStore
+	}
 	return nil
 }
+
+// errEmbeddedStatsOnSharedStore explains why a node on a shared event store
+// does not start with the embedded statistics store.
+var errEmbeddedStatsOnSharedStore = errors.New("stats: the embedded statistics store is one node's own; " +
+	"with a shared event store (eventstore: esdb://...) every node would keep and answer from its own copy, " +
+	"which may differ between nodes around midnight: use ClickHouse (stats: clickhouse://host:9000/db), " +
+	"or set stats_embedded_on_shared_store: true to accept that")
 
 // LogValue renders the configuration for the start-up log line with secrets
 // (the admin password, passwords inside URLs) masked.
@@ -252,6 +280,16 @@ var settings = []setting{
 		get: func(c *Config) string { return c.Stats },
 	},
 	{
+		key:   "stats_embedded_on_shared_store",
+		usage: "`true` lets the embedded statistics store run on a shared event store (EventStoreDB), each node keeping its own copy; refused by default",
+		set: func(c *Config, v string) error {
+			b, err := parseBool(v)
+			c.StatsEmbeddedOnSharedStore = b
+			return err
+		},
+		get: func(c *Config) string { return strconv.FormatBool(c.StatsEmbeddedOnSharedStore) },
+	},
+	{
 		key:   "features",
 		usage: "comma-separated `list` of feature flags to enable (known: " + strings.Join(KnownFeatures, ", ") + ")",
 		list:  true,
@@ -289,12 +327,9 @@ var settings = []setting{
 		key:   "access_log",
 		usage: "`true` logs every answered HTTP request at info level; false (default) logs failed requests only, the rest at debug",
 		set: func(c *Config, v string) error {
-			b, err := strconv.ParseBool(strings.TrimSpace(v))
-			if err != nil {
-				return fmt.Errorf("%q is not true or false", v)
-			}
+			b, err := parseBool(v)
 			c.AccessLog = b
-			return nil
+			return err
 		},
 		get: func(c *Config) string { return strconv.FormatBool(c.AccessLog) },
 	},
@@ -442,6 +477,31 @@ var settings = []setting{
 		},
 		get: func(c *Config) string { return strconv.Itoa(c.PasswordChecks) },
 	},
+	countSetting("max_connections", "connections the HTTP listener holds at once; more are answered 503 and closed", 10_000_000,
+		func(c *Config) *int { return &c.MaxConnections }),
+	countSetting("max_connections_per_address", "connections one client address (an IPv6 /64) holds at once; more are answered 429 and closed", 10_000_000,
+		func(c *Config) *int { return &c.MaxConnectionsPerAddress }),
+	countSetting("max_websockets_per_address", "device websockets one client address (an IPv6 /64) holds at once; more upgrades are answered 429", 10_000_000,
+		func(c *Config) *int { return &c.MaxWebsocketsPerAddress }),
+	countSetting("default_device_limit", "devices an account may bind when neither it nor its provider sets devices_per_account_limit", math.MaxInt32,
+		func(c *Config) *int { return &c.DefaultDeviceLimit }),
+}
+
+// countSetting is a cap from 0 (none) to max.
+func countSetting(key, what string, max int, field func(*Config) *int) setting {
+	return setting{
+		key:   key,
+		usage: "`count` of " + what + " (0 = no limit)",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 0 || n > max {
+				return fmt.Errorf("%q must be a whole number from 0 to %d", v, max)
+			}
+			*field(c) = n
+			return nil
+		},
+		get: func(c *Config) string { return strconv.Itoa(*field(c)) },
+	}
 }
 
 // failuresSetting is a limit of failed logins per minute.
@@ -534,6 +594,14 @@ func parseFeatures(v string) ([]string, error) {
 // maxCommitDelay bounds commit_delay: every write of a busy node waits up to
 // this long for its fsync, on top of the fsync itself.
 const maxCommitDelay = 10 * time.Millisecond
+
+func parseBool(v string) (bool, error) {
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("%q is not true or false", v)
+	}
+	return b, nil
+}
 
 func parsePositiveDuration(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(v))

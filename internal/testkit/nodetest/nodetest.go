@@ -92,6 +92,9 @@ type Options struct {
 	Billing node.BillingOptions
 	// Sockets configures the device websocket hub (node.Options.Sockets).
 	Sockets wsgateway.Options
+	// DefaultDeviceLimit is node.Options.DefaultDeviceLimit (0: the
+	// node's default, negative: none).
+	DefaultDeviceLimit int
 	// Stats and StatsName choose the statistics fact store (default the
 	// embedded one in Dir), as node.Options does.
 	Stats     stats.FactStore
@@ -146,7 +149,7 @@ func StartWith(t testing.TB, o Options) *Env {
 		AdminLogins: generous(o.AdminLogins), DeviceLogins: generous(o.DeviceLogins), DeviceTokenTTL: o.DeviceTokenTTL,
 		PasswordChecks: cmp.Or(o.PasswordChecks, 64),
 		Timers:         o.Timers, Billing: o.Billing, NodeName: "test", Sockets: o.Sockets,
-		Stats: o.Stats, StatsName: o.StatsName,
+		Stats: o.Stats, StatsName: o.StatsName, DefaultDeviceLimit: o.DefaultDeviceLimit,
 	})
 	if err != nil {
 		_ = closeStore()
@@ -183,6 +186,14 @@ func (e *Env) Do(t testing.TB, method, path, login, password string, body any) (
 
 // DoHeader is Do with extra request headers (Idempotency-Key, ...).
 func (e *Env) DoHeader(t testing.TB, method, path, login, password string, body any, header http.Header) (int, []byte) {
+	t.Helper()
+	resp, data := e.DoResponse(t, method, path, login, password, body, header)
+	return resp.StatusCode, data
+}
+
+// DoResponse is DoHeader returning the whole response (its body already
+// read into the bytes returned and closed), for tests of response headers.
+func (e *Env) DoResponse(t testing.TB, method, path, login, password string, body any, header http.Header) (*http.Response, []byte) {
 	t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
@@ -221,7 +232,7 @@ func (e *Env) DoHeader(t testing.TB, method, path, login, password string, body 
 	if err != nil {
 		t.Fatalf("nodetest: read %s %s: %v", method, path, err)
 	}
-	return resp.StatusCode, data
+	return resp, data
 }
 
 // Super is Do as the bootstrapped superadmin.

@@ -130,8 +130,8 @@ type Sim struct {
 	last      time.Time
 	received  int
 	lastError string
-	done     chan struct{} // closed when every device has its commands
-	doneOnce sync.Once
+	done      chan struct{} // closed when every device has its commands
+	doneOnce  sync.Once
 }
 
 // New checks opts and prepares a simulation.

@@ -85,6 +85,9 @@ func (n *Node) startGateway(ctx context.Context, opts Options) error {
 func registerGatewayMetrics(reg prometheus.Registerer, d *dispatch.Dispatcher, j *billing.Journal) {
 	metrics.Register(reg, dispatchCollector{stats: d.Stats})
 	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tvsm_ws_refused_total", Help: "Websocket upgrades refused because the client's address held max_websockets_per_address.",
+	}, func() float64 { return float64(d.Hub().Stats().AddressFull) }))
+	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "tvsm_billing_journal_dropped_total", Help: "Proxied billing calls not journaled (queue full or store error).",
 	}, func() float64 { st := j.Stats(); return float64(st.Dropped + st.Failed) }))
 }

@@ -44,6 +44,11 @@ import (
 // configured.
 const DefaultAdminLogin = "admin"
 
+// DefaultDeviceLimit is how many devices an account may bind when neither
+// it nor its provider sets a limit: households have a handful, and one
+// account's credentials cannot bind thousands.
+const DefaultDeviceLimit = 100
+
 // Options configure a node. DataDir is required.
 type Options struct {
 	// DataDir holds the read model snapshot (DataDir/readmodel.snapshot).
@@ -78,6 +83,10 @@ type Options struct {
 	// address a minute; the clock defaults to Clock).
 	AdminLogins  throttle.GuardOptions
 	DeviceLogins throttle.GuardOptions
+	// DefaultDeviceLimit is the device limit of accounts when neither the
+	// account nor its provider sets devices_per_account_limit: 0 means
+	// DefaultDeviceLimit, negative none.
+	DefaultDeviceLimit int
 	// PasswordChecks bounds the admin password checks (bcrypt) running at
 	// once; more are answered 503 at once (httpapi.BcryptOptions.MaxChecks:
 	// 0 is half the cores, negative no bound).
@@ -103,6 +112,10 @@ type Options struct {
 	// EndOfDay is the time zone whose midnight closes a statistics day
 	// (default UTC).
 	EndOfDay *time.Location
+	// StatsBatchInterval paces the statistics projection's live batches
+	// (default StatsBatchInterval; negative: not paced, for tools that wait
+	// for the statistics after each of their steps).
+	StatsBatchInterval time.Duration
 }
 
 // Node is a running node. Close stops it.
@@ -124,9 +137,11 @@ type Node struct {
 	// delivers provider commands to them.
 	Hub        *wsgateway.Hub
 	Dispatcher *dispatch.Dispatcher
-	// Stats answers the Statistics API from the facts StatsRunner projects.
-	Stats       *query.Statistics
-	StatsRunner *projections.Runner
+	// Stats answers the Statistics API from the facts StatsRunner projects;
+	// StatsScheduler closes the days by the clock.
+	Stats          *query.Statistics
+	StatsRunner    *projections.Runner
+	StatsScheduler *stats.Scheduler
 	// Auth checks admins' Basic credentials, throttled: routes mounted
 	// outside httpapi.Mount use httpapi.BasicAuth(n.Auth). Device routes use
 	// httpapi.DeviceAuth(n.Queries.Sessions).
@@ -229,11 +244,18 @@ func (n *Node) run(ctx context.Context, opts Options, steps []step) error {
 // registerEvents builds the registry of every event the node reads or
 // writes.
 func (n *Node) registerEvents(context.Context, Options) error {
-	n.Registry = domain.NewRegistry()
-	domain.RegisterEvents(n.Registry)
-	app.RegisterEvents(n.Registry)
-	devauth.RegisterEvents(n.Registry)
+	n.Registry = NewRegistry()
 	return nil
+}
+
+// NewRegistry returns the registry of every event a node reads or writes:
+// what reading a node's log takes (a rebuild of its projections, a check).
+func NewRegistry() *domain.Registry {
+	r := domain.NewRegistry()
+	domain.RegisterEvents(r)
+	app.RegisterEvents(r)
+	devauth.RegisterEvents(r)
+	return r
 }
 
 // startReadModel restores the read model from its snapshot, starts its
@@ -300,7 +322,7 @@ func (n *Node) buildApplication(ctx context.Context, opts Options) error {
 	n.Commands, err = command.New(command.Config{
 		Executor: n.Executor, Model: n.Model, Applied: n.Runner.Progress(), Queries: n.Queries,
 		ReadYourWritesTimeout: opts.ReadYourWritesTimeout, BcryptCost: opts.BcryptCost, Logger: n.log, Clock: opts.Clock,
-		DeviceTokens: tokens, BillingURL: opts.Billing.policy().CheckURL,
+		DeviceTokens: tokens, BillingURL: opts.Billing.policy().CheckURL, DefaultDeviceLimit: defaultDeviceLimit(opts.DefaultDeviceLimit),
 	})
 	return err
 }
@@ -316,13 +338,17 @@ func (n *Node) bootstrapAdmin(ctx context.Context, opts Options) (err error) {
 // buildHTTP builds the HTTP engine with the node's metrics and every API.
 func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 	registerGatewayMetrics(opts.Metrics, n.Dispatcher, n.journal)
-	engineOpts := httpapi.Options{Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog, OpsElsewhere: opts.OpsListener}
+	engineOpts := httpapi.Options{
+		Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog, OpsElsewhere: opts.OpsListener,
+		Applied: n.Runner.Progress(), MinPositionTimeout: opts.ReadYourWritesTimeout,
+	}
 	n.Engine = httpapi.New(engineOpts)
 	if opts.OpsListener {
 		n.Ops = httpapi.NewOps(engineOpts)
 	}
 	passwords := httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost, MaxChecks: opts.PasswordChecks})
 	registerPasswordMetrics(opts.Metrics, passwords)
+	registerProjectionMetrics(opts.Metrics, map[string]*projections.Runner{"readmodel": n.Runner, "statistics": n.StatsRunner})
 	metrics.Register(opts.Metrics, panicsCollector{})
 	n.Auth = httpapi.ThrottleLogins(passwords, throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock)))
 	cmds, qs := n.Commands, n.Queries
@@ -333,7 +359,7 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 			Accounts: cmds.Accounts, AccountReads: qs.Accounts,
 			Subscriptions: cmds.Subscriptions, SubscriptionReads: qs.Subscriptions,
 			DeviceSubscriptions: cmds.DeviceSubscriptions, DeviceSubscriptionReads: qs.DeviceSubscriptions,
-			Devices: cmds.Devices, DeviceReads: qs.Devices,
+			Devices: cmds.Devices, DeviceReads: qs.Devices, DeviceOnline: n.Hub.Connected,
 			Networks: cmds.Networks, NetworkReads: qs.Networks,
 			Changes: qs.Changes,
 			Sends:   cmds.Sends, Receipts: qs.Sends,
@@ -387,6 +413,18 @@ func registerPasswordMetrics(reg prometheus.Registerer, a *httpapi.BcryptAuthent
 	}, func() float64 { return float64(a.Refused()) }))
 }
 
+// registerProjectionMetrics exports how far each projection has applied
+// the log: a projection behind the read model lags (statistics while
+// ClickHouse is away, for one).
+func registerProjectionMetrics(reg prometheus.Registerer, runners map[string]*projections.Runner) {
+	for name, r := range runners {
+		metrics.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tvsm_projection_position", ConstLabels: prometheus.Labels{"projection": name},
+			Help: "Commit position of the log up to which a projection has applied events.",
+		}, func() float64 { return float64(r.Progress().Position().Commit) }))
+	}
+}
+
 // scheduleSnapshots writes read model snapshots on opts.SnapshotSpec.
 func (n *Node) scheduleSnapshots(_ context.Context, opts Options) error {
 	c := schedule.NewCron(n.log)
@@ -407,6 +445,18 @@ func deviceTokens(ctx context.Context, store eventstore.Store, reg *domain.Regis
 		return nil, err
 	}
 	return devauth.NewSigner(key, devauth.Options{TTL: opts.DeviceTokenTTL, Clock: opts.Clock})
+}
+
+// defaultDeviceLimit is Options.DefaultDeviceLimit as the commands take
+// it: nil for none.
+func defaultDeviceLimit(n int) *int {
+	switch {
+	case n < 0:
+		return nil
+	case n == 0:
+		n = DefaultDeviceLimit
+	}
+	return &n
 }
 
 // withClock gives o the node's clock unless it has its own.
@@ -439,16 +489,23 @@ func (n *Node) credentials(login string) (hash string, provider *int64, ok bool)
 	return a.PasswordHash, a.Provider, true
 }
 
-// ready backs /readyz: the read model and the command dispatcher must have
-// caught up with the log, and must not be stuck on a panic (they retry,
-// and report ready again once a batch goes through).
+// ready backs /readyz: the read model and the command dispatcher must
+// follow the log at its head, and must not be stuck on a panic (they retry,
+// and report ready again once a batch goes through). A node whose event
+// store went away is not ready until it has resubscribed and caught up; it
+// still answers reads from its read model meanwhile.
 func (n *Node) ready(context.Context) error {
+	model := n.Runner.Stats()
 	switch {
-	case !n.Runner.Stats().CaughtUp:
+	case !model.CaughtUp:
 		return errors.New("read model catching up")
+	case !model.Live:
+		return errors.New("read model not following the event store (unreachable?); resubscribing")
 	case !n.Dispatcher.CaughtUp():
 		return errors.New("command dispatcher catching up")
-	case n.Runner.Stats().Panicked:
+	case !n.Dispatcher.Live():
+		return errors.New("command dispatcher not following the event store (unreachable?); resubscribing")
+	case model.Panicked:
 		return errors.New("read model projection panicked; retrying (see the log)")
 	case n.Dispatcher.Panicked():
 		return errors.New("command dispatcher panicked; retrying (see the log)")
