@@ -36,7 +36,20 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ndjson := http.Header{"Content-Type": {"application/x-ndjson; charset=utf-8"}}
+	// A bulk answer: NDJSON, with the write's position and the trailer
+	// that will carry the final one.
+	ndjson := http.Header{"Content-Type": {"application/x-ndjson; charset=utf-8"},
+		"X-Tvsm-Position": {"123/120"}, "Trailer": {"X-TVSM-Position"}}
+	with := func(h http.Header, key, value string) http.Header {
+		h = h.Clone()
+		h.Set(key, value)
+		return h
+	}
+	without := func(h http.Header, key string) http.Header {
+		h = h.Clone()
+		h.Del(key)
+		return h
+	}
 	stats := func(closed string) http.Header {
 		h := jsonType.Clone()
 		if closed != "" {
@@ -68,6 +81,12 @@ func TestCheck(t *testing.T) {
 			"{\"line\":1,\"login\":\"anna\",\"status\":200,\"result\":\"created\",\"id\":7}\n\n{\"status\":400,\"error\":" + errorBody + "}\n", ""},
 		{"an NDJSON line wrong", "POST", "/api/provider/accounts/bulk", 200, ndjson,
 			"{\"line\":1,\"login\":\"anna\",\"status\":200,\"result\":\"created\",\"id\":7}\n{\"line\":2,\"status\":200,\"result\":\"made\"}\n", "$[1].result"},
+		{"write without its position", "POST", "/api/provider/accounts/bulk", 200, without(ndjson, "X-TVSM-Position"),
+			"{\"line\":1,\"login\":\"anna\",\"status\":200,\"result\":\"created\",\"id\":7}\n", "X-TVSM-Position"},
+		{"bulk without its trailer", "POST", "/api/provider/accounts/bulk", 200, without(ndjson, "Trailer"),
+			"{\"line\":1,\"login\":\"anna\",\"status\":200,\"result\":\"created\",\"id\":7}\n", "Trailer"},
+		{"a position that is none", "POST", "/api/provider/accounts/bulk", 200, with(ndjson, "X-TVSM-Position", "next"),
+			"{\"line\":1,\"login\":\"anna\",\"status\":200,\"result\":\"created\",\"id\":7}\n", "'next' does not match pattern"},
 		{"required header", "GET", "/api/stats/device?from=2026-01-01&to=2026-01-02", 200, stats("2026-01-01"), `{"from":"2026-01-01","to":"2026-01-02","provider_stat":[]}`, ""},
 		{"required header missing", "GET", "/api/stats/device?from=2026-01-01&to=2026-01-02", 200, stats(""), `{"from":"2026-01-01","to":"2026-01-02","provider_stat":[]}`, "X-TVSM-Closed-Through"},
 		{"not an API", "GET", "/metrics", 200, http.Header{"Content-Type": {"text/plain"}}, "x 1", ""},
