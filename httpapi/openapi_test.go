@@ -16,12 +16,47 @@ import (
 // The OpenAPI coverage: every route of the node's engine, enumerated from
 // the engine itself, is an operation of exactly one document, the one of
 // its API (/api/{provider,admin,device,stats}/...), and every operation a
-// document describes is a route of the engine. Only what is no API is left
-// out (apicheck.Route says which: the probes, /metrics, the profiler, the
-// documents and Swagger UI themselves, and anything outside /api/, such as
-// the admin console). Whether the answers match the documents is checked
-// on every request of every black-box test (nodetest wraps each node with
-// apicheck).
+// document describes is a route of the engine. What is no API (apicheck.Route
+// says which) must be one of nonAPIRoutes, so that a new route outside the
+// documents is a decision, not an oversight. Whether the answers match the
+// documents is checked on every request of every black-box test (nodetest
+// wraps each node with apicheck).
+
+// nonAPIRoutes are the routes of a node that no document describes, and why.
+// Each must be routed by the node nodetest starts (which serves /metrics and
+// the profiler on the main listener).
+var nonAPIRoutes = map[string]string{
+	"GET /healthz": "liveness probe (load balancers and orchestrators, not API clients)",
+	"GET /readyz":  "readiness probe: 503 while the read model or the command dispatcher catches up, does not follow the store or is stuck",
+	"GET /metrics": "Prometheus scrape",
+	// Go's profiler, which the operators' listener serves in production.
+	"GET /api/admin/debug/pprof":          "profiler",
+	"GET /api/admin/debug/pprof/cmdline":  "profiler",
+	"GET /api/admin/debug/pprof/profile":  "profiler",
+	"GET /api/admin/debug/pprof/symbol":   "profiler",
+	"GET /api/admin/debug/pprof/trace":    "profiler",
+	"GET /api/admin/debug/pprof/:profile": "profiler",
+	// The documents and their viewers.
+	"GET /api/provider/openapi.json":     "API document",
+	"GET /api/provider/openapi.yaml":     "API document",
+	"GET /api/provider/swagger-ui":       "API document viewer",
+	"GET /api/provider/swagger-ui/*file": "API document viewer",
+	"GET /api/admin/openapi.json":        "API document",
+	"GET /api/admin/openapi.yaml":        "API document",
+	"GET /api/admin/swagger-ui":          "API document viewer",
+	"GET /api/admin/swagger-ui/*file":    "API document viewer",
+	"GET /api/device/openapi.json":       "API document",
+	"GET /api/device/openapi.yaml":       "API document",
+	"GET /api/stats/openapi.json":        "API document",
+	"GET /api/stats/openapi.yaml":        "API document",
+	"GET /api/stats/swagger-ui":          "API document viewer",
+	"GET /api/stats/swagger-ui/*file":    "API document viewer",
+	// The admin console: a browser page and its scripts and styles, which
+	// call the Provider, Admin and Statistics APIs (whose documents
+	// describe every call it makes); no API of its own.
+	"GET /admin":       "the admin console's page",
+	"GET /admin/*file": "the admin console's files",
+}
 
 // ginParam is a gin path parameter (":id") or wildcard ("*file").
 var ginParam = regexp.MustCompile(`[:*]([A-Za-z_]+)`)
@@ -72,10 +107,19 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 
 	routes := map[operation]bool{}
 	apis := map[string]int{}
+	nonAPI := map[string]bool{}
 	for _, r := range env.Node.Engine.Routes() {
 		api := apicheck.Route(r.Path)
 		if api == "" {
-			continue // no API: probes, metrics, profiler, documents, Swagger UI, console
+			route := r.Method + " " + r.Path
+			nonAPI[route] = true
+			if _, ok := nonAPIRoutes[route]; !ok {
+				t.Errorf("route %s is no API's (apicheck.Route) and not in nonAPIRoutes: document it, or list it there with the reason", route)
+			}
+			continue
+		}
+		if _, ok := nonAPIRoutes[r.Method+" "+r.Path]; ok {
+			t.Errorf("route %s is in nonAPIRoutes but apicheck.Route gives it to the %s API", r.Method+" "+r.Path, api)
 		}
 		op := operation{r.Method, openAPIPath(r.Path)}
 		routes[op] = true
@@ -97,6 +141,11 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 			if api := apicheck.Route(op.path); api != name {
 				t.Errorf("the %s document describes %s, which is %q's", name, op, api)
 			}
+		}
+	}
+	for route := range nonAPIRoutes {
+		if !nonAPI[route] {
+			t.Errorf("nonAPIRoutes lists %s, which the engine does not route (or apicheck.Route gives to an API)", route)
 		}
 	}
 	// The enumeration itself: each API has routes (a node that mounted
