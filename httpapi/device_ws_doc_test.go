@@ -2,8 +2,10 @@ package httpapi_test
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"tvsm/internal/testkit/apicheck"
 	"tvsm/internal/testkit/nodetest"
+	"tvsm/wsgateway"
 )
 
 // checkDocumented fails t unless data matches the schema name of the
@@ -74,4 +77,34 @@ func TestDeviceWebsocketAsDocumented(t *testing.T) {
 		t.Errorf("the revoked connection closed with %d, want 4003", code)
 	}
 	checkDocumented(t, "WsCloseCode", []byte(strconv.Itoa(code)))
+}
+
+// A handshake over the per-address websocket cap is answered as the Device
+// document says (429, the error body, Retry-After; apicheck checks the
+// answer against the document), and the connection holding the place
+// stays.
+func TestWebsocketAddressCapAsDocumented(t *testing.T) {
+	r := newDevRig(t, nodetest.Options{Sockets: wsgateway.Options{MaxPerAddress: 1}})
+	first := r.loginOK(t, r.login, "cap-box-1")
+	second := r.loginOK(t, r.login, "cap-box-2")
+	ws := dialDevice(t, r, first)
+	defer ws.Close()
+
+	wsURL := "ws" + strings.TrimPrefix(r.env.URL, "http") + "/api/device/ws"
+	refused, resp, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Authorization": {"Bearer " + second.Token}})
+	if err == nil {
+		refused.Close()
+		t.Fatal("a second websocket from the address was accepted over a cap of 1")
+	}
+	if resp == nil {
+		t.Fatalf("dial: %v, no answer", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	devFails(t, resp.StatusCode, body, http.StatusTooManyRequests, "too_many_requests")
+	if resp.Header.Get("Retry-After") == "" {
+		t.Errorf("429 without Retry-After: %v", resp.Header)
+	}
+	if !r.env.Node.Hub.Connected(first.DeviceID) {
+		t.Error("the connection holding the place was dropped")
+	}
 }

@@ -184,3 +184,37 @@ func TestOpenAPIServed(t *testing.T) {
 		}
 	}
 }
+
+// The position headers through a node, as the documents describe them
+// (apicheck checks each answer): a write answers X-TVSM-Position, a read
+// sending it back as X-TVSM-Min-Position is answered, and a malformed one
+// is a 400 naming the header, on every API.
+func TestOpenAPIPositionHeaders(t *testing.T) {
+	env := nodetest.Start(t)
+	resp, body := env.DoResponse(t, http.MethodPost, "/api/admin/providers", env.SuperLogin, env.SuperPassword, map[string]any{"name": "Positions"}, nil)
+	pos := resp.Header.Get("X-TVSM-Position")
+	if resp.StatusCode != http.StatusOK || pos == "" {
+		t.Fatalf("create: %d, X-TVSM-Position %q: %s", resp.StatusCode, pos, body)
+	}
+	for _, path := range []string{"/api/admin/providers", "/api/provider/accounts", "/api/stats/account?from=2026-01-01&to=2026-01-02"} {
+		status, body := env.DoHeader(t, http.MethodGet, path, env.SuperLogin, env.SuperPassword, nil, http.Header{"X-TVSM-Min-Position": {pos}})
+		if status != http.StatusOK {
+			t.Errorf("%s with the write's position: %d %s", path, status, body)
+		}
+		status, body = env.DoHeader(t, http.MethodGet, path, env.SuperLogin, env.SuperPassword, nil, http.Header{"X-TVSM-Min-Position": {"next"}})
+		var e struct {
+			Fields map[string]string `json:"fields"`
+		}
+		if err := json.Unmarshal(body, &e); status != http.StatusBadRequest || err != nil || e.Fields["X-TVSM-Min-Position"] == "" {
+			t.Errorf("%s with a malformed position: %d %s, want 400 naming X-TVSM-Min-Position", path, status, body)
+		}
+	}
+	// The header is read before credentials, so a device route answers
+	// the 400 too.
+	for _, path := range []string{"/api/device/channels", "/api/device/ws"} {
+		status, body := env.DoHeader(t, http.MethodGet, path, "", "", nil, http.Header{"X-TVSM-Min-Position": {"next"}})
+		if status != http.StatusBadRequest || !strings.Contains(string(body), "X-TVSM-Min-Position") {
+			t.Errorf("%s with a malformed position: %d %s, want 400 naming X-TVSM-Min-Position", path, status, body)
+		}
+	}
+}
