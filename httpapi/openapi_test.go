@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -25,7 +26,7 @@ import (
 // nonAPIRoutes are the routes of a node that no document describes, and why.
 // Each must be routed by the node nodetest starts (which serves /metrics and
 // the profiler on the main listener).
-var nonAPIRoutes = map[string]string{
+var nonAPIRoutes = withRoutes(documentRoutes(), map[string]string{
 	"GET /healthz": "liveness probe (load balancers and orchestrators, not API clients)",
 	"GET /readyz":  "readiness probe: 503 while the read model or the command dispatcher catches up, does not follow the store or is stuck",
 	"GET /metrics": "Prometheus scrape",
@@ -36,26 +37,37 @@ var nonAPIRoutes = map[string]string{
 	"GET /api/admin/debug/pprof/symbol":   "profiler",
 	"GET /api/admin/debug/pprof/trace":    "profiler",
 	"GET /api/admin/debug/pprof/:profile": "profiler",
-	// The documents and their viewers.
-	"GET /api/provider/openapi.json":     "API document",
-	"GET /api/provider/openapi.yaml":     "API document",
-	"GET /api/provider/swagger-ui":       "API document viewer",
-	"GET /api/provider/swagger-ui/*file": "API document viewer",
-	"GET /api/admin/openapi.json":        "API document",
-	"GET /api/admin/openapi.yaml":        "API document",
-	"GET /api/admin/swagger-ui":          "API document viewer",
-	"GET /api/admin/swagger-ui/*file":    "API document viewer",
-	"GET /api/device/openapi.json":       "API document",
-	"GET /api/device/openapi.yaml":       "API document",
-	"GET /api/stats/openapi.json":        "API document",
-	"GET /api/stats/openapi.yaml":        "API document",
-	"GET /api/stats/swagger-ui":          "API document viewer",
-	"GET /api/stats/swagger-ui/*file":    "API document viewer",
 	// The admin console: a browser page and its scripts and styles, which
 	// call the Provider, Admin and Statistics APIs (whose documents
 	// describe every call it makes); no API of its own.
 	"GET /admin":       "the admin console's page",
 	"GET /admin/*file": "the admin console's files",
+})
+
+// withSwaggerUI are the APIs whose document Swagger UI shows (the Device
+// API's clients are devices, not people).
+var withSwaggerUI = []string{apidoc.Provider, apidoc.Admin, apidoc.Stats}
+
+// documentRoutes are the routes Mount adds for the documents: each API's
+// document and, for withSwaggerUI, the viewer. They are public, and no API.
+func documentRoutes() map[string]string {
+	routes := map[string]string{}
+	for _, name := range apidoc.Names() {
+		base := "GET /api/" + name
+		routes[base+"/openapi.json"] = "API document"
+		routes[base+"/openapi.yaml"] = "API document"
+		if slices.Contains(withSwaggerUI, name) {
+			routes[base+"/swagger-ui"] = "API document viewer"
+			routes[base+"/swagger-ui/*file"] = "API document viewer"
+		}
+	}
+	return routes
+}
+
+// withRoutes adds more to routes and returns it.
+func withRoutes(routes, more map[string]string) map[string]string {
+	maps.Copy(routes, more)
+	return routes
 }
 
 // ginParam is a gin path parameter (":id") or wildcard ("*file").
@@ -178,7 +190,7 @@ func TestOpenAPIServed(t *testing.T) {
 			t.Errorf("%s/openapi.yaml: %d %.80s", base, status, body)
 		}
 		status, body = env.Do(t, http.MethodGet, base+"/swagger-ui/index.html", "", "", nil)
-		wantUI := slices.Contains([]string{apidoc.Provider, apidoc.Admin, apidoc.Stats}, name)
+		wantUI := slices.Contains(withSwaggerUI, name)
 		if got := status == http.StatusOK && strings.Contains(string(body), "swagger-ui-bundle.js"); got != wantUI {
 			t.Errorf("%s/swagger-ui/index.html: %d, want the page: %v", base, status, wantUI)
 		}
