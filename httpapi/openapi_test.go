@@ -1,15 +1,21 @@
 package httpapi_test
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"tvsm/httpapi"
 	"tvsm/httpapi/apidoc"
+	"tvsm/internal/platform/connlimit"
 	"tvsm/internal/testkit/apicheck"
 	"tvsm/internal/testkit/nodetest"
 )
@@ -227,6 +233,37 @@ func TestOpenAPIPositionHeaders(t *testing.T) {
 		status, body := env.DoHeader(t, http.MethodGet, path, "", "", nil, http.Header{"X-TVSM-Min-Position": {"next"}})
 		if status != http.StatusBadRequest || !strings.Contains(string(body), "X-TVSM-Min-Position") {
 			t.Errorf("%s with a malformed position: %d %s, want 400 naming X-TVSM-Min-Position", path, status, body)
+		}
+	}
+}
+
+// A connection refused by a cap is answered before any route is known, so
+// its answer must be one every operation documents: 429 for the address's
+// share, 503 for the node's, each with the error body and Retry-After.
+func TestOpenAPIDescribesConnectionRefusals(t *testing.T) {
+	c, err := apicheck.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reason := range []connlimit.Reason{connlimit.PerAddress, connlimit.Total} {
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(httpapi.ConnectionRefusal(reason))), nil)
+		if err != nil {
+			t.Fatalf("%v: %v", reason, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("%v: %v", reason, err)
+		}
+		if resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%v: no Retry-After", reason)
+		}
+		for _, ops := range documentedOperations(t) {
+			for _, op := range ops {
+				req := httptest.NewRequest(op.method, strings.NewReplacer("{id}", "1", "{login}", "root", "{recipients}", "devices").Replace(op.path), nil)
+				if err := c.Check(req, resp.StatusCode, resp.Header, body, false); err != nil {
+					t.Errorf("%v refusal of %s: %v", reason, op, err)
+				}
+			}
 		}
 	}
 }

@@ -142,7 +142,8 @@ func ndjsonDecoder() content.Decoder {
 
 // Route returns the API whose document describes a request for path, or
 // "" for paths that are no API's (probes, metrics, the profiler, the
-// documents and Swagger UI).
+// documents and Swagger UI, and anything outside /api/, such as the admin
+// console).
 func Route(path string) string {
 	if len(path) > 1 {
 		path = strings.TrimSuffix(path, "/")
