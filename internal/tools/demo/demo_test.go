@@ -70,6 +70,14 @@ func TestDemoStatistics(t *testing.T) {
 	if err := env.Node.StatsRunner.Progress().Wait(ctx, head); err != nil {
 		t.Fatal(err)
 	}
+	// The scheduler closes days by the clock only once the runner says it
+	// caught up, which it records just after applying the head.
+	for !env.Node.StatsRunner.Stats().CaughtUp {
+		if ctx.Err() != nil {
+			t.Fatal("the statistics runner applied the head but never reported caught up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	env.Node.StatsScheduler.CloseDue() // a replay closes the last day by the clock, as live
 	rebuilt := answers(t, env, rangeQuery)
 	for kind, body := range live {
