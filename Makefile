@@ -52,13 +52,18 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 90m ./...
 	$(MAKE) bench-broadcast
 
-# Devices and client processes of bench-broadcast.
-DEVICES ?= 10000
-PROCS   ?= 4
+# Devices, client processes and nodes of bench-broadcast (NODES > 1: on the
+# EventStoreDB protocol double), and devices a second starting to connect
+# (0: 2,000 per client process). The 100,000-device figure is DEVICES=100000
+# PROCS=12 NODES=6 CONNECT_RATE=500.
+DEVICES      ?= 10000
+PROCS        ?= 4
+NODES        ?= 1
+CONNECT_RATE ?= 0
 
-## bench-broadcast: a user_message to a provider with DEVICES connected devices in PROCS client processes
+## bench-broadcast: a user_message to a provider with DEVICES connected devices in PROCS client processes on NODES nodes
 bench-broadcast: build
-	./bin/tvsm bench broadcast --devices $(DEVICES) --procs $(PROCS)
+	./bin/tvsm bench broadcast --devices $(DEVICES) --procs $(PROCS) --nodes $(NODES) --connect-rate $(CONNECT_RATE) --timeout 60m
 
 ## lint: fail on unformatted files, then go vet
 lint:

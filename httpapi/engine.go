@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,11 @@ type Options struct {
 	// the profiler, on a listener of its own that devices do not reach.
 	// (Mount leaves the profiler out when API.ProfilerElsewhere is set.)
 	OpsElsewhere bool
+	// Applied is the read model's progress: writes answer HeaderPosition
+	// and requests sending HeaderMinPosition wait for it, at most
+	// MinPositionTimeout (default 5 s) and then get 503. Nil: neither.
+	Applied            AppliedProgress
+	MinPositionTimeout time.Duration
 }
 
 // withDefaults fills in the defaults of opts' nil fields.
@@ -56,6 +62,9 @@ func (opts Options) withDefaults() Options {
 	}
 	if opts.Ready == nil {
 		opts.Ready = func(context.Context) error { return nil }
+	}
+	if opts.MinPositionTimeout <= 0 {
+		opts.MinPositionTimeout = 5 * time.Second
 	}
 	return opts
 }
@@ -74,6 +83,9 @@ func New(opts Options) *gin.Engine {
 		recoveryMiddleware(opts.Logger),
 		textMiddleware(),
 	)
+	if opts.Applied != nil {
+		engine.Use(positionsMiddleware(opts.Applied, opts.MinPositionTimeout))
+	}
 	mountProbes(engine, opts.Ready)
 	if !opts.OpsElsewhere {
 		engine.GET("/metrics", metricsHandler(opts.Metrics, opts.Logger))

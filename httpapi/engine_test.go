@@ -258,6 +258,11 @@ func TestWriteErrorMapsErrors(t *testing.T) {
 			status: http.StatusNotFound,
 			want:   map[string]any{"error": CodeNotFound},
 		},
+		"event store unavailable": {
+			err:    fmt.Errorf("append: %w", eventstore.ErrUnavailable),
+			status: http.StatusServiceUnavailable,
+			want:   map[string]any{"error": CodeUnavailable, "cause": "event store unavailable; retry the request"},
+		},
 		"deadline": {
 			err:    context.DeadlineExceeded,
 			status: http.StatusServiceUnavailable,

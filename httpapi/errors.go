@@ -183,6 +183,11 @@ func AsError(err error) *Error {
 		e := Conflict("concurrent modification; retry the request")
 		e.Err = err
 		return e
+	case errors.Is(err, eventstore.ErrUnavailable):
+		// The event store cannot be reached: a write's outcome is unknown,
+		// and a retry (with its Idempotency-Key, or of an update, which
+		// is idempotent) is safe once the store is back.
+		return wrapped(Unavailable("event store unavailable; retry the request"), err)
 	case errors.Is(err, eventstore.ErrStreamNotFound):
 		e := NotFound("not found")
 		e.Err = err

@@ -85,6 +85,10 @@ func (h *providerHandlers) accountsBulk(c *gin.Context) {
 	_ = rc.SetReadDeadline(time.Now().Add(30 * time.Minute))
 	_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Minute))
 	c.Header("Content-Type", "application/x-ndjson; charset=utf-8")
+	// The answer starts before the last record is written: its
+	// X-TVSM-Position header names where the first records reached, the
+	// trailer of the same name where all of them did.
+	c.Header("Trailer", HeaderPosition)
 	c.Status(http.StatusOK)
 
 	ctx := c.Request.Context()

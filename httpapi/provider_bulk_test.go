@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"tvsm/httpapi"
 	"tvsm/internal/testkit/nodetest"
 )
 
@@ -30,6 +31,13 @@ type bulkLine struct {
 // bulk posts NDJSON to /accounts/bulk (query included in path) as p and
 // returns the answer's lines.
 func bulk(t *testing.T, p papi, path string, lines ...string) []bulkLine {
+	t.Helper()
+	out, _ := bulkAnswer(t, p, path, lines...)
+	return out
+}
+
+// bulkAnswer is bulk that also returns the answer's trailer.
+func bulkAnswer(t *testing.T, p papi, path string, lines ...string) ([]bulkLine, http.Header) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, p.env.URL+"/api/provider/accounts/bulk"+path, strings.NewReader(strings.Join(lines, "\n")))
 	if err != nil {
@@ -57,7 +65,7 @@ func bulk(t *testing.T, p papi, path string, lines ...string) []bulkLine {
 		}
 		out = append(out, l)
 	}
-	return out
+	return out, resp.Trailer
 }
 
 func record(login, fullname string, extra ...string) string {
@@ -159,7 +167,11 @@ func TestAccountsBulkMany(t *testing.T) {
 	for i := range lines {
 		lines[i] = record(fmt.Sprintf("user%05d", i), fmt.Sprintf("User %d", i), fmt.Sprintf(`"provider":%d`, prov))
 	}
-	res := bulk(t, su, "", lines...)
+	res, trailer := bulkAnswer(t, su, "", lines...)
+	// The trailer names where the last of the writes reached.
+	if got, want := trailer.Get(httpapi.HeaderPosition), httpapi.FormatPosition(head(t, env)); got != want {
+		t.Errorf("trailer %s %q, want the head %q", httpapi.HeaderPosition, got, want)
+	}
 	if len(res) != n {
 		t.Fatalf("%d answer lines for %d records", len(res), n)
 	}

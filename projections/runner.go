@@ -17,7 +17,7 @@ import (
 // Defaults of RunnerOptions.
 const (
 	DefaultBackoffBase      = 100 * time.Millisecond
-	DefaultBackoffMax       = 30 * time.Second
+	DefaultBackoffMax       = 5 * time.Second
 	DefaultWatchdogInterval = 30 * time.Second
 )
 
@@ -35,7 +35,10 @@ type RunnerOptions struct {
 	Rebuild bool
 	// BackoffBase and BackoffMax bound the delay before resubscribing after a
 	// failure: exponential from base, capped at max, with full jitter, and
-	// back to base after a batch is handled. Defaults 100ms and 30s.
+	// back to base after a batch is handled. Defaults 100ms and 5s: a
+	// subscription to a store that is down fails at once, so retrying costs
+	// nothing, and the cap is how long a node may stay behind (and not
+	// ready) after its store has come back.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 	// WatchdogInterval is how often the watchdog compares the store's head
@@ -93,6 +96,7 @@ type Runner struct {
 	batches       atomic.Uint64
 	reconnects    atomic.Uint64
 	caughtUp      atomic.Bool
+	live          atomic.Bool
 	replaying     atomic.Bool
 	panicked      atomic.Bool
 
@@ -149,6 +153,7 @@ func (r *Runner) Stats() Stats {
 		EventsApplied: r.eventsApplied.Load(),
 		Batches:       r.batches.Load(),
 		CaughtUp:      r.caughtUp.Load(),
+		Live:          r.live.Load(),
 		Replaying:     r.replaying.Load(),
 		Reconnects:    r.reconnects.Load(),
 		LastBatch:     lastBatch,
@@ -227,6 +232,8 @@ func (r *Runner) session(ctx context.Context, st *runState) error {
 			return err
 		}
 	}
+	// Live from the subscription's first caught-up batch until it ends.
+	defer r.live.Store(false)
 	subCtx, cancel := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
 	defer func() {
@@ -381,6 +388,7 @@ func (r *Runner) handle(ctx context.Context, st *runState, b eventstore.Batch) e
 		}
 	}
 	if b.CaughtUp {
+		r.live.Store(true)
 		if st.replaying {
 			st.replaying = false
 			r.replaying.Store(false)

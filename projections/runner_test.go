@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"tvsm/eventstore"
+	"tvsm/eventstore/memory"
 	"tvsm/internal/platform/supervise"
 )
 
@@ -543,4 +544,79 @@ func TestRunnerRecoversHandlerPanic(t *testing.T) {
 	}
 	_, deliveries, _ := h.snapshot()
 	assertInOrderOnce(t, deliveries, positions(0, 30))
+}
+
+// TestRunnerLiveFollowsTheSubscription: Live is set once the subscription
+// has reached the head, cleared while the store cannot be reached (its
+// subscription failed and resubscribing fails), and set again once a
+// resubscription has caught up, with what was appended meanwhile applied.
+// CaughtUp stays set throughout.
+func TestRunnerLiveFollowsTheSubscription(t *testing.T) {
+	s := openStore(t)
+	appendEvents(t, s, "account-1", 10)
+	store := &outageStore{Store: s}
+	r := NewRunner(store, testEvents, newTestHandler("rm.v1"), fileCheckpoints(t), fastOptions(t))
+	startRunner(t, r)
+	eventually(t, "live", func() bool { return r.Stats().Live })
+
+	store.down.Store(true)
+	eventually(t, "not live while the store is down", func() bool { return !r.Stats().Live })
+	last := appendEvents(t, s, "account-2", 3)
+	eventually(t, "failed resubscriptions", func() bool { return r.Stats().Reconnects >= 3 })
+	if st := r.Stats(); st.Live || !st.CaughtUp {
+		t.Fatalf("during the outage: %+v, want not live and caught up once", st)
+	}
+
+	store.down.Store(false)
+	waitApplied(t, r, last)
+	eventually(t, "live again", func() bool { return r.Stats().Live })
+}
+
+// outageStore makes its store unreachable on demand: subscriptions fail to
+// start, and running ones fail their Recv (within a millisecond, also while
+// waiting for events), as with a server that went away.
+type outageStore struct {
+	*memory.Store
+	down atomic.Bool
+}
+
+func (o *outageStore) SubscribeAll(ctx context.Context, after eventstore.Position, filter eventstore.Filter) (eventstore.Subscription, error) {
+	if o.down.Load() {
+		return nil, eventstore.ErrUnavailable
+	}
+	sub, err := o.Store.SubscribeAll(ctx, after, filter)
+	if err != nil {
+		return nil, err
+	}
+	return &outageSub{Subscription: sub, down: &o.down}, nil
+}
+
+type outageSub struct {
+	eventstore.Subscription
+	down *atomic.Bool
+}
+
+func (s *outageSub) Recv(ctx context.Context) (eventstore.Batch, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if s.down.Load() {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	b, err := s.Subscription.Recv(ctx)
+	if s.down.Load() {
+		return eventstore.Batch{}, eventstore.ErrUnavailable
+	}
+	return b, err
 }

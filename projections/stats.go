@@ -19,6 +19,10 @@ type Stats struct {
 	// CaughtUp is set once the runner has applied everything that was in the
 	// log when it first reached the head; it stays set across reconnects.
 	CaughtUp bool
+	// Live is set while the current subscription has reached the head of
+	// the log: cleared when it fails (a store that went away), set again
+	// once a resubscription has caught up. Readiness reports it.
+	Live bool
 	// Replaying is set while a rebuild applies history with Mode Replay.
 	Replaying bool
 	// Reconnects counts resubscriptions after failures or stalls.

@@ -170,7 +170,7 @@ func TestServeOnESDBDouble(t *testing.T) {
 
 	node := startProcess(t, "serve", []string{"TVSM_ADMIN_LOGIN=root", "TVSM_ADMIN_PASSWORD=esdb-double-test"},
 		"serve", "--http", "127.0.0.1:0", "--data", filepath.Join(dir, "node"), "--log-format", "json",
-		"--eventstore", "esdb://"+storeAddr+"?tls=false")
+		"--eventstore", "esdb://"+storeAddr+"?tls=false", "--stats-embedded-on-shared-store", "true")
 	a := api{t: t, base: "http://" + node.addr(), c: &http.Client{Timeout: 10 * time.Second}, password: "esdb-double-test"}
 
 	var provider struct{ ID int64 }

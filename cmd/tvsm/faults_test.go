@@ -88,7 +88,10 @@ type faultRun struct {
 
 // downtime is from a kill to the start of the next process (restarted),
 // and to that node being ready (ready).
-type downtime struct{ from, restarted, ready time.Time }
+// downtime is one kill: the signal went at from, the process was reaped at
+// died (between the two it may still have run a timer), a new one started
+// at restarted and answered ready at ready.
+type downtime struct{ from, died, restarted, ready time.Time }
 
 type faultDevice struct {
 	account int64
@@ -152,11 +155,12 @@ func (r *faultRun) kill(down time.Duration) {
 	r.t.Helper()
 	from := time.Now()
 	r.node.stop(syscall.SIGKILL)
+	died := time.Now()
 	time.Sleep(down)
 	restarted := time.Now()
 	r.start()
 	r.mu.Lock()
-	r.downtimes = append(r.downtimes, downtime{from, restarted, time.Now()})
+	r.downtimes = append(r.downtimes, downtime{from, died, restarted, time.Now()})
 	r.mu.Unlock()
 }
 
@@ -577,14 +581,19 @@ func (r *faultRun) checkSends() sendFigures {
 const (
 	dueWhileUp   = iota
 	dueWhileDown // no node process ran
-	dueStarting  // a node was starting, or its devices reconnecting (within a second of ready)
+	dueStarting  // a node was dying or starting, or its devices reconnecting (within a second of ready)
 )
 
 // dueWhen classifies t by the downtimes.
 func (r *faultRun) dueWhen(t time.Time) int {
 	for _, d := range r.downtimes {
 		switch {
-		case !t.Before(d.from) && t.Before(d.restarted):
+		case !t.Before(d.from) && t.Before(d.died):
+			// The killed process may have run this timer before the
+			// signal reached it (the test's goroutine can be descheduled
+			// between reading the clock and signalling).
+			return dueStarting
+		case !t.Before(d.died) && t.Before(d.restarted):
 			return dueWhileDown
 		case !t.Before(d.restarted) && t.Before(d.ready.Add(time.Second)):
 			return dueStarting
@@ -621,7 +630,7 @@ func TestFaultsSIGKILL(t *testing.T) {
 		r.kill(down)
 		d := r.downtimes[len(r.downtimes)-1]
 		longest = max(longest, d.ready.Sub(d.from))
-		t.Logf("kill %d/%d: down %v, ready %v after its start", k+1, kills, d.restarted.Sub(d.from).Round(time.Millisecond),
+		t.Logf("kill %d/%d: reaped %v after the signal, down %v, ready %v after its start", k+1, kills, d.died.Sub(d.from).Round(time.Millisecond), d.restarted.Sub(d.from).Round(time.Millisecond),
 			d.ready.Sub(d.restarted).Round(time.Millisecond))
 	}
 	time.Sleep(2 * time.Second)

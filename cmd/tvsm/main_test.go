@@ -88,18 +88,22 @@ func TestServeConfigFromEnvironment(t *testing.T) {
 
 func TestServeFailsOnUnreachableBackends(t *testing.T) {
 	isolateEnv(t)
-	for _, tc := range []struct{ flag, value, want string }{
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
 		// Port 1 on loopback: nothing listens, so the store is unavailable.
-		{"--eventstore", "esdb://127.0.0.1:1?tls=false", "event store: esdb: esdb://127.0.0.1:1?tls=false: not reachable"},
-		{"--stats", "clickhouse://127.0.0.1:1/tvsm", "stats: "},
+		{[]string{"--eventstore", "esdb://127.0.0.1:1?tls=false", "--stats-embedded-on-shared-store", "true"},
+			"event store: esdb: esdb://127.0.0.1:1?tls=false: not reachable"},
+		{[]string{"--stats", "clickhouse://127.0.0.1:1/tvsm"}, "stats: "},
 	} {
 		// serve waits for an EventStoreDB to answer until it is stopped.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		var out, errOut bytes.Buffer
-		code := run(ctx, []string{"serve", "--data", t.TempDir(), "--http", "127.0.0.1:0", tc.flag, tc.value}, &out, &errOut)
+		code := run(ctx, append([]string{"serve", "--data", t.TempDir(), "--http", "127.0.0.1:0"}, tc.args...), &out, &errOut)
 		cancel()
 		if code != exitFailure || !strings.Contains(errOut.String(), tc.want) {
-			t.Errorf("%s %s: exit %d, stderr %q", tc.flag, tc.value, code, errOut.String())
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut.String())
 		}
 	}
 }

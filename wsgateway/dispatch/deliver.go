@@ -43,15 +43,18 @@ func (d *Dispatcher) deliver(ctx context.Context, s *sendState, want map[int][]i
 
 // claim appends CommandsSent for want with the exact revision of s it
 // knows. On a conflict it reads the stream forward (other nodes' claims,
-// expiries), drops what is no longer due and tries again, at most
-// ClaimRetries times. It returns the devices this node won, per index.
+// expiries), drops what is no longer due and tries again. It gives up
+// after losing ClaimRetries times to appends it read, or ClaimRetries
+// times to appends it could not read yet. It returns the devices this node
+// won, per index.
 func (d *Dispatcher) claim(ctx context.Context, s *sendState, want map[int][]int64) (map[int][]int64, error) {
-	for attempt := 0; ; attempt++ {
+	lost, unseen := 0, 0
+	for {
 		want = d.stillDue(s, want)
 		if len(want) == 0 {
 			return nil, nil
 		}
-		if attempt == d.opts.ClaimRetries {
+		if lost == d.opts.ClaimRetries || unseen == d.opts.ClaimRetries {
 			return nil, errConflicts
 		}
 		events, err := d.claimEvents(s, want)
@@ -72,6 +75,7 @@ func (d *Dispatcher) claim(ctx context.Context, s *sendState, want map[int][]int
 			return nil, err
 		}
 		d.stats.conflicts.Add(1)
+		rev := s.rev
 		landed, err := d.readForward(ctx, s, events.Data())
 		if err != nil {
 			return nil, err
@@ -79,6 +83,17 @@ func (d *Dispatcher) claim(ctx context.Context, s *sendState, want map[int][]int
 		if landed { // an earlier try of this very append had landed after all
 			roundsRecorded(s, want)
 			return want, nil
+		}
+		if s.rev != rev {
+			lost++ // to another node's claim, now read: try again at once
+			continue
+		}
+		// The append that won is not readable yet (a server may refuse an
+		// append for one it has not made durable): trying again at once
+		// would lose again, so pause, jittered and growing.
+		unseen++
+		if err := d.recorder().Policy.Pause(ctx, unseen); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -211,8 +226,12 @@ func (d *Dispatcher) expire(ctx context.Context, s *sendState, items []*item, re
 		if !isConflict(err) {
 			break
 		}
+		rev := s.rev
 		if _, err := d.readForward(ctx, s, nil); err != nil {
 			break
+		}
+		if s.rev == rev && d.recorder().Policy.Pause(ctx, attempt+1) != nil {
+			break // the winning append is not readable yet: see claim
 		}
 	}
 	d.stats.expiryFailures.Add(1)

@@ -256,6 +256,11 @@ func (d *Dispatcher) Panicked() bool { return d.runner.Stats().Panicked }
 // (once, since New): only then does it deliver.
 func (d *Dispatcher) CaughtUp() bool { return d.caughtUp.Load() }
 
+// Live reports whether the dispatcher follows the log at its head now: it
+// is false before the first catch-up and while its subscription is down (a
+// store that cannot be reached), until a resubscription has caught up.
+func (d *Dispatcher) Live() bool { return d.runner.Stats().Live }
+
 // WaitApplied waits until the dispatcher has applied the log up to pos (and
 // run the delivery rounds of the sends up to it), or ctx ends.
 func (d *Dispatcher) WaitApplied(ctx context.Context, pos eventstore.Position) error {

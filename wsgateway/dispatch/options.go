@@ -70,8 +70,10 @@ type Options struct {
 	// minute); a snapshot is also written on Close.
 	SnapshotSpec string
 	// ClaimRetries bounds the claim attempts of one delivery round lost to
-	// other nodes' appends (default 8); the round is retried after
-	// RetryDelay.
+	// other nodes' appends (default 8), and separately those lost to
+	// appends not readable yet; then the round is retried after
+	// RetryDelay. With n nodes racing for one send, a node loses at most
+	// n-1 times per round.
 	ClaimRetries int
 	// ClaimChunk is the most devices one CommandsSent event lists (default
 	// 1000); a round's larger sets become several events of one append.

@@ -55,6 +55,10 @@ type Config struct {
 	EventStore string
 	// Stats is "embedded" or a ClickHouse URL (clickhouse://).
 	Stats string
+	// StatsEmbeddedOnSharedStore lets the embedded statistics store run on
+	// a shared event store (EventStoreDB), where Validate refuses it by
+	// default: every node would keep, and answer from, a copy of its own.
+	StatsEmbeddedOnSharedStore bool
 	// Features are the enabled feature flags, each one of KnownFeatures.
 	Features []string
 	// LogLevel is the lowest level logged.
@@ -158,8 +162,18 @@ func (c Config) Validate() error {
 	if c.AdminPassword != "" && c.AdminLogin == "" {
 		return errors.New("admin_password is set but admin_login is not")
 	}
+	if c.EventStore != EventStoreEmbedded && c.Stats == StatsEmbedded && !c.StatsEmbeddedOnSharedStore {
+		return errEmbeddedStatsOnSharedStore
+	}
 	return nil
 }
+
+// errEmbeddedStatsOnSharedStore explains why a node on a shared event store
+// does not start with the embedded statistics store.
+var errEmbeddedStatsOnSharedStore = errors.New("stats: the embedded statistics store is one node's own; " +
+	"with a shared event store (eventstore: esdb://...) every node would keep and answer from its own copy, " +
+	"which may differ between nodes around midnight: use ClickHouse (stats: clickhouse://host:9000/db), " +
+	"or set stats_embedded_on_shared_store: true to accept that")
 
 // LogValue renders the configuration for the start-up log line with secrets
 // (the admin password, passwords inside URLs) masked.
@@ -266,6 +280,16 @@ var settings = []setting{
 		get: func(c *Config) string { return c.Stats },
 	},
 	{
+		key:   "stats_embedded_on_shared_store",
+		usage: "`true` lets the embedded statistics store run on a shared event store (EventStoreDB), each node keeping its own copy; refused by default",
+		set: func(c *Config, v string) error {
+			b, err := parseBool(v)
+			c.StatsEmbeddedOnSharedStore = b
+			return err
+		},
+		get: func(c *Config) string { return strconv.FormatBool(c.StatsEmbeddedOnSharedStore) },
+	},
+	{
 		key:   "features",
 		usage: "comma-separated `list` of feature flags to enable (known: " + strings.Join(KnownFeatures, ", ") + ")",
 		list:  true,
@@ -303,12 +327,9 @@ var settings = []setting{
 		key:   "access_log",
 		usage: "`true` logs every answered HTTP request at info level; false (default) logs failed requests only, the rest at debug",
 		set: func(c *Config, v string) error {
-			b, err := strconv.ParseBool(strings.TrimSpace(v))
-			if err != nil {
-				return fmt.Errorf("%q is not true or false", v)
-			}
+			b, err := parseBool(v)
 			c.AccessLog = b
-			return nil
+			return err
 		},
 		get: func(c *Config) string { return strconv.FormatBool(c.AccessLog) },
 	},
@@ -573,6 +594,14 @@ func parseFeatures(v string) ([]string, error) {
 // maxCommitDelay bounds commit_delay: every write of a busy node waits up to
 // this long for its fsync, on top of the fsync itself.
 const maxCommitDelay = 10 * time.Millisecond
+
+func parseBool(v string) (bool, error) {
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("%q is not true or false", v)
+	}
+	return b, nil
+}
 
 func parsePositiveDuration(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(v))

@@ -133,6 +133,14 @@ eod_timezone: Europe/Berlin
 			},
 		},
 		{
+			name: "embedded statistics on a shared store when allowed",
+			args: []string{"--eventstore", "esdb://localhost:2113?tls=false", "--stats-embedded-on-shared-store", "true"},
+			want: func(c *Config) {
+				c.EventStore = "esdb://localhost:2113?tls=false"
+				c.StatsEmbeddedOnSharedStore = true
+			},
+		},
+		{
 			name: "features as a YAML string and an empty value",
 			file: "features: billing\nadmin_login:\n",
 			want: func(c *Config) { c.Features = []string{FeatureBilling} },
@@ -257,6 +265,9 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bad ops listener", file: "ops_http: 9100\n", want: []string{`key "ops_http"`, "not host:port"}},
 		{name: "negative password checks", args: []string{"--password-checks", "-1"}, want: []string{"-password-checks", "from 0 to 1024"}},
 		{name: "zero total failures", env: map[string]string{"TVSM_ADMIN_LOGIN_TOTAL_FAILURES": "0"}, want: []string{"env TVSM_ADMIN_LOGIN_TOTAL_FAILURES", "from 1 to 1000000"}},
+		{name: "embedded statistics on a shared store", args: []string{"--eventstore", "esdb://localhost:2113?tls=false"}, want: []string{"stats: the embedded statistics store is one node's own", "stats_embedded_on_shared_store: true"}},
+		{name: "embedded statistics on a shared store explicitly not allowed", env: map[string]string{"TVSM_EVENTSTORE": "esdb://h:2113", "TVSM_STATS_EMBEDDED_ON_SHARED_STORE": "false"}, want: []string{"stats_embedded_on_shared_store: true"}},
+		{name: "bad bool", file: "stats_embedded_on_shared_store: yes please\n", want: []string{`key "stats_embedded_on_shared_store"`, "not true or false"}},
 		{name: "positional argument", args: []string{"extra"}, want: []string{`unexpected argument "extra"`}},
 		{name: "missing file", args: []string{"--config", "/nonexistent/tvsm.yaml"}, want: []string{"config file: open /nonexistent/tvsm.yaml"}},
 	}

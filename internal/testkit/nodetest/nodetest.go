@@ -184,6 +184,14 @@ func (e *Env) Do(t testing.TB, method, path, login, password string, body any) (
 // DoHeader is Do with extra request headers (Idempotency-Key, ...).
 func (e *Env) DoHeader(t testing.TB, method, path, login, password string, body any, header http.Header) (int, []byte) {
 	t.Helper()
+	resp, data := e.DoResponse(t, method, path, login, password, body, header)
+	return resp.StatusCode, data
+}
+
+// DoResponse is DoHeader returning the whole response (its body already
+// read into the bytes returned and closed), for tests of response headers.
+func (e *Env) DoResponse(t testing.TB, method, path, login, password string, body any, header http.Header) (*http.Response, []byte) {
+	t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -221,7 +229,7 @@ func (e *Env) DoHeader(t testing.TB, method, path, login, password string, body 
 	if err != nil {
 		t.Fatalf("nodetest: read %s %s: %v", method, path, err)
 	}
-	return resp.StatusCode, data
+	return resp, data
 }
 
 // Super is Do as the bootstrapped superadmin.

@@ -338,7 +338,10 @@ func (n *Node) bootstrapAdmin(ctx context.Context, opts Options) (err error) {
 // buildHTTP builds the HTTP engine with the node's metrics and every API.
 func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 	registerGatewayMetrics(opts.Metrics, n.Dispatcher, n.journal)
-	engineOpts := httpapi.Options{Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog, OpsElsewhere: opts.OpsListener}
+	engineOpts := httpapi.Options{
+		Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog, OpsElsewhere: opts.OpsListener,
+		Applied: n.Runner.Progress(), MinPositionTimeout: opts.ReadYourWritesTimeout,
+	}
 	n.Engine = httpapi.New(engineOpts)
 	if opts.OpsListener {
 		n.Ops = httpapi.NewOps(engineOpts)
@@ -486,16 +489,23 @@ func (n *Node) credentials(login string) (hash string, provider *int64, ok bool)
 	return a.PasswordHash, a.Provider, true
 }
 
-// ready backs /readyz: the read model and the command dispatcher must have
-// caught up with the log, and must not be stuck on a panic (they retry,
-// and report ready again once a batch goes through).
+// ready backs /readyz: the read model and the command dispatcher must
+// follow the log at its head, and must not be stuck on a panic (they retry,
+// and report ready again once a batch goes through). A node whose event
+// store went away is not ready until it has resubscribed and caught up; it
+// still answers reads from its read model meanwhile.
 func (n *Node) ready(context.Context) error {
+	model := n.Runner.Stats()
 	switch {
-	case !n.Runner.Stats().CaughtUp:
+	case !model.CaughtUp:
 		return errors.New("read model catching up")
+	case !model.Live:
+		return errors.New("read model not following the event store (unreachable?); resubscribing")
 	case !n.Dispatcher.CaughtUp():
 		return errors.New("command dispatcher catching up")
-	case n.Runner.Stats().Panicked:
+	case !n.Dispatcher.Live():
+		return errors.New("command dispatcher not following the event store (unreachable?); resubscribing")
+	case model.Panicked:
 		return errors.New("read model projection panicked; retrying (see the log)")
 	case n.Dispatcher.Panicked():
 		return errors.New("command dispatcher panicked; retrying (see the log)")
