@@ -213,5 +213,6 @@ func (p *Projector) flush(ctx context.Context) error {
 		w.seen = w.seen[:0]
 	}
 	p.written = closed
+	p.publishWritten()
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"tvsm/domain"
@@ -86,6 +87,10 @@ type Projector struct {
 	closed, written dayMark
 	last            lastWrite
 	snapPos         eventstore.Position
+	// shown is written as of its last change: ClosedThrough reads it
+	// without the lock, which a check of the statistics holds a while
+	// (Capture).
+	shown atomic.Pointer[dayMark]
 }
 
 // dayMark is a day that may be unset.
@@ -151,6 +156,13 @@ func (p *Projector) reset() {
 	p.ends = make([][][]sub, p.window)
 	p.pending = pending{}
 	p.closed, p.written, p.last = dayMark{}, dayMark{}, lastWrite{}
+	p.publishWritten()
+}
+
+// publishWritten makes p.written what ClosedThrough answers.
+func (p *Projector) publishWritten() {
+	m := p.written
+	p.shown.Store(&m)
 }
 
 // Name implements projections.Handler.
@@ -266,9 +278,8 @@ func (p *Projector) Flush(ctx context.Context) error {
 // ClosedThrough returns the last closed day whose statistics are in the
 // fact store: the Statistics API shows days up to it.
 func (p *Projector) ClosedThrough() (Day, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.written.day, p.written.ok
+	m := p.shown.Load()
+	return m.day, m.ok
 }
 
 // Position returns the last applied log position.

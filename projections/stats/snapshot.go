@@ -27,6 +27,11 @@ func (p *Projector) WriteSnapshot(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.writeSnapshot(ctx)
+}
+
+// writeSnapshot is WriteSnapshot with p.mu held.
+func (p *Projector) writeSnapshot(ctx context.Context) error {
 	if !p.applied.After(p.snapPos) {
 		return nil
 	}
@@ -70,6 +75,7 @@ func (p *Projector) Restore(ctx context.Context) (eventstore.Position, error) {
 		return eventstore.Beginning, nil
 	}
 	p.applied, p.snapPos = pos, pos
+	p.publishWritten()
 	return pos, nil
 }
 
