@@ -35,6 +35,8 @@ type API struct {
 	// ProfilerElsewhere leaves the profiler out of /api/admin: NewOps
 	// serves it on the operators' listener.
 	ProfilerElsewhere bool
+	// Rebuilds serves /api/admin/rebuilds (superadmins); nil leaves it out.
+	Rebuilds Rebuilds
 }
 
 // Mount adds the Provider API (/api/provider) and the Admin API (/api/admin)
@@ -46,6 +48,9 @@ func Mount(engine *gin.Engine, api API) {
 	auth := BasicAuth(api.Auth)
 	admin := engine.Group("/api/admin", auth)
 	mountAdmin(admin, api.Admin, api.Idempotency)
+	if api.Rebuilds != nil {
+		mountRebuilds(admin, api.Rebuilds)
+	}
 	if !api.ProfilerElsewhere {
 		mountDebug(admin)
 	}

@@ -149,7 +149,12 @@ type Node struct {
 	// GeneratedPassword is the superadmin password Start generated, if any.
 	GeneratedPassword string
 
+	// Rebuilds runs rebuilds and checks of the read model and the
+	// statistics (POST /api/admin/rebuilds).
+	Rebuilds *Rebuilds
+
 	log      *slog.Logger
+	dataDir  string
 	snapPath string
 	snapMu   sync.Mutex
 	snapPos  eventstore.Position // position of the last snapshot written or loaded
@@ -157,6 +162,9 @@ type Node struct {
 
 	journal *billing.Journal
 	billing *httpapi.BillingOptions
+
+	statsProjector *stats.Projector
+	statsFacts     stats.FactStore
 }
 
 // Start builds a node on store and returns once its read model has caught
@@ -202,7 +210,7 @@ func newNode(store eventstore.Store, opts Options) (*Node, Options, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o750); err != nil {
 		return nil, opts, fmt.Errorf("node: %w", err)
 	}
-	return &Node{Store: store, log: opts.Logger, snapPath: filepath.Join(opts.DataDir, "readmodel.snapshot")}, opts, nil
+	return &Node{Store: store, log: opts.Logger, dataDir: opts.DataDir, snapPath: filepath.Join(opts.DataDir, "readmodel.snapshot")}, opts, nil
 }
 
 // step is one part of starting a node. It builds or starts one thing and
@@ -223,6 +231,7 @@ func (n *Node) steps() []step {
 		{"admin bootstrap", n.bootstrapAdmin},
 		{"statistics", n.startStats},
 		{"billing proxy", n.startBilling},
+		{"rebuilds", n.startRebuilds},
 		{"command gateway", n.startGateway},
 		{"http", n.buildHTTP},
 		{"snapshot schedule", n.scheduleSnapshots},
@@ -381,6 +390,7 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 		DeviceLogins:      throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock)),
 		Billing:           n.billing,
 		ProfilerElsewhere: opts.OpsListener,
+		Rebuilds:          n.Rebuilds,
 	})
 	return httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.BasicAuth(n.Auth))
 }
