@@ -12,11 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"tvsm/domain"
-	"tvsm/eventstore"
 	"tvsm/internal/testkit/nodetest"
 	"tvsm/internal/testkit/testutil"
-	"tvsm/projections"
 	"tvsm/projections/stats"
 	statsembedded "tvsm/projections/stats/embedded"
 )
@@ -74,24 +71,6 @@ func waitRebuild(t *testing.T, env *nodetest.Env, id string) rebuildJob {
 func verify(t *testing.T, env *nodetest.Env, target string) rebuildJob {
 	t.Helper()
 	return waitRebuild(t, env, startRebuild(t, env, target, true).ID)
-}
-
-// corruptAccount makes the live read model show account id under another
-// full name, by applying an event that is not in the log: what a bug of
-// the projection would leave behind.
-func corruptAccount(t *testing.T, env *nodetest.Env, id int64, fullname string) {
-	t.Helper()
-	stream := domain.AccountStream(id)
-	ref, _ := domain.ParseStream(stream)
-	ev := &projections.Event{
-		RecordedEvent: &eventstore.RecordedEvent{Stream: stream, Type: domain.AccountUpdatedType, Revision: 1 << 20,
-			Position: env.Node.Model.Position(), Created: time.Now().UTC()},
-		StreamRef: ref, Payload: domain.AccountUpdated{AccountID: id, Fullname: domain.Some(fullname)}, OccurredAt: time.Now().UTC(),
-	}
-	err := env.Node.Model.Apply(context.Background(), func(yield func(*projections.Event) bool) { yield(ev) }, projections.Live)
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // writeAccounts creates accounts of provider through the bulk route, logins
@@ -199,7 +178,7 @@ func TestRebuildReadModelWhileServing(t *testing.T) {
 	if job := verify(t, env, "readmodel"); job.DifferenceCount != 0 || job.AppliedEvents == 0 || job.Through == 0 || job.Through != job.Head {
 		t.Fatalf("check of a clean node: %+v", job)
 	}
-	corruptAccount(t, env, victim, "Corrupted")
+	env.CorruptAccount(t, victim, "Corrupted")
 	assertField(t, superOK(t, env, http.MethodGet, "/api/provider/accounts/"+itoa(victim), nil), "fullname", "Corrupted")
 	job := verify(t, env, "readmodel")
 	if job.DifferenceCount == 0 || !strings.Contains(strings.Join(job.Differences, "\n"), "Corrupted") {
