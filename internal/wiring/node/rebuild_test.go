@@ -245,16 +245,35 @@ func viewingDays(t *testing.T, env *nodetest.Env, clock *testutil.Clock, days in
 	return provider
 }
 
-// Statistics rebuilt while the node serves replace the old facts: a fact
-// injected into the live store is reported by a check, and gone after the
-// rebuild; the check finds none then.
+// Statistics rebuilt while the node serves replace the old facts, on
+// either fact store: a fact injected into the live store is reported by a
+// check, and gone after the rebuild; the check finds none then.
 func TestRebuildStatsWhileServing(t *testing.T) {
-	dir := t.TempDir()
-	facts, err := statsembedded.Open(filepath.Join(dir, "stats"), statsembedded.Options{})
-	if err != nil {
-		t.Fatal(err)
+	for _, backend := range []struct {
+		name string
+		open func(t *testing.T, dir string) stats.Replacer
+	}{
+		{"embedded", func(t *testing.T, dir string) stats.Replacer {
+			facts, err := statsembedded.Open(filepath.Join(dir, "stats"), statsembedded.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { facts.Close() })
+			return facts
+		}},
+		{"clickhouse", func(t *testing.T, _ string) stats.Replacer {
+			facts, _ := e2eFacts(t, "tvsm_rebuild_test")
+			return facts
+		}},
+	} {
+		t.Run(backend.name, func(t *testing.T) {
+			dir := t.TempDir()
+			testRebuildStats(t, dir, backend.open(t, dir))
+		})
 	}
-	t.Cleanup(func() { facts.Close() })
+}
+
+func testRebuildStats(t *testing.T, dir string, facts stats.Replacer) {
 	clock := testutil.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	env := nodetest.StartWith(t, nodetest.Options{Dir: dir, Clock: clock.Now, Stats: facts, StatsName: "test"})
 	provider := viewingDays(t, env, clock, 4)
@@ -275,12 +294,41 @@ func TestRebuildStatsWhileServing(t *testing.T) {
 		t.Fatalf("the check missed the injected fact: %+v", job)
 	}
 
-	l := startLoad(t, env, provider, 1)
-	job = waitRebuild(t, env, startRebuild(t, env, "stats", false).ID)
-	l.end()
-	if job.AppliedEvents == 0 {
-		t.Fatalf("rebuild: %+v", job)
+	// The Statistics API answers alike before, while and after the facts
+	// are replaced (the injected viewing changes no subscription row).
+	const subscriptions = "/api/stats/subscription?from=2026-02-01&to=2026-03-31"
+	before := superOK(t, env, http.MethodGet, subscriptions, nil)
+	if !strings.Contains(string(before), `"enabled_count"`) {
+		t.Fatalf("no closed day in the statistics: %s", before)
 	}
+	l := startLoad(t, env, provider, 1)
+	stop := make(chan struct{})
+	var statsReads atomic.Int64
+	l.wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if status, body := env.Super(t, http.MethodGet, subscriptions, nil); status != http.StatusOK || string(body) != string(before) {
+				t.Errorf("statistics while rebuilding: %d %s\nwant %s", status, body, before)
+				return
+			}
+			statsReads.Add(1)
+		}
+	})
+	job = waitRebuild(t, env, startRebuild(t, env, "stats", false).ID)
+	close(stop)
+	l.end()
+	if job.AppliedEvents == 0 || statsReads.Load() == 0 {
+		t.Fatalf("rebuild: %+v, %d statistics reads meanwhile", job, statsReads.Load())
+	}
+	if after := superOK(t, env, http.MethodGet, subscriptions, nil); string(after) != string(before) {
+		t.Fatalf("statistics after the rebuild:\n%s\nbefore:\n%s", after, before)
+	}
+	t.Logf("rebuild: %d events (%.0f/s); %d writes acknowledged, %d reads and %d statistics reads answered meanwhile",
+		job.AppliedEvents, job.Rate, l.writes.Load(), l.reads.Load(), statsReads.Load())
 	if job := verify(t, env, "stats"); job.DifferenceCount != 0 {
 		t.Fatalf("check after the rebuild: %+v", job)
 	}
