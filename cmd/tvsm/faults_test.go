@@ -608,7 +608,8 @@ func (r *faultRun) dueWhen(t time.Time) int {
 // time. Afterwards: every acknowledged write is there once with its
 // acknowledged values; each device got each command at most once; the
 // commands due while the node was down were delivered late; the read
-// model and the statistics equal a rebuild from the log.
+// model and the statistics equal a rebuild from the log, checked by `tvsm
+// rebuild --verify` on the live node, then offline after it stopped.
 //
 //	TVSM_FAULT_KILLS=3 go test -run TestFaultsSIGKILL -v -count=1 ./cmd/tvsm/
 func TestFaultsSIGKILL(t *testing.T) {
@@ -645,6 +646,7 @@ func TestFaultsSIGKILL(t *testing.T) {
 
 	found := r.checkWrites()
 	sends := r.checkSends()
+	r.verifyLive()
 	if code := r.node.stop(syscall.SIGTERM); code != exitOK {
 		t.Fatalf("serve exited %d on SIGTERM; log:\n%s", code, r.node.log)
 	}
@@ -678,7 +680,8 @@ func TestFaultsSIGKILL(t *testing.T) {
 // while the node keeps running on it, and restarts it, a few times:
 // Provider API writes keep succeeding throughout (ClickHouse is not on
 // their path), the statistics catch up once it is back, and they equal a
-// rebuild from the log: nothing lost, nothing counted twice.
+// rebuild from the log (checked by `tvsm rebuild --verify` on the live
+// node, then offline): nothing lost, nothing counted twice.
 //
 //	TVSM_FAULT_KILLS=3 go test -run TestFaultsClickHouseKilled -v -count=1 ./cmd/tvsm/
 func TestFaultsClickHouseKilled(t *testing.T) {
@@ -724,6 +727,7 @@ func TestFaultsClickHouseKilled(t *testing.T) {
 	stopped := time.Now()
 	caughtUp := r.statsReach(model).Sub(stopped)
 	found := r.checkWrites()
+	r.verifyLive()
 	if code := r.node.stop(syscall.SIGTERM); code != exitOK {
 		t.Fatalf("serve exited %d on SIGTERM; log:\n%s", code, r.node.log)
 	}
