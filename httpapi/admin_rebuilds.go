@@ -54,7 +54,7 @@ func mountRebuilds(g *gin.RouterGroup, r Rebuilds) {
 		}
 	})
 	g.GET("", func(c *gin.Context) {
-		views := []rebuildJSON{}
+		views := []RebuildView{}
 		for _, st := range r.List() {
 			views = append(views, rebuildView(st))
 		}
@@ -100,9 +100,10 @@ func decodeRebuildObject(o *wire.Object, targets []string) (target string, verif
 	return target, verify
 }
 
-// rebuildJSON is a rebuild or check as the API shows it. through and head
-// are commit positions of the log (the first part of an X-TVSM-Position).
-type rebuildJSON struct {
+// RebuildView is a rebuild or check as the API shows it (tvsm rebuild
+// reads it too). Through and Head are commit positions of the log (the
+// first part of an X-TVSM-Position).
+type RebuildView struct {
 	ID              string     `json:"id"`
 	Target          string     `json:"target"`
 	Verify          bool       `json:"verify"`
@@ -119,8 +120,8 @@ type rebuildJSON struct {
 	Error           string     `json:"error,omitempty"`
 }
 
-func rebuildView(st projections.RebuildStatus) rebuildJSON {
-	v := rebuildJSON{
+func rebuildView(st projections.RebuildStatus) RebuildView {
+	v := RebuildView{
 		ID: st.ID, Target: st.Target, Verify: st.Verify, State: string(st.State), Phase: st.Phase,
 		AppliedEvents: st.Applied, Through: st.Through.Commit, Head: st.Head.Commit,
 		Started: st.Started.UTC(), Rate: st.Rate(time.Now()),

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"tvsm/httpapi"
+	"tvsm/internal/tools/simulate"
 	"tvsm/internal/wiring/node"
 )
 
@@ -53,16 +53,16 @@ func rebuildCmd(ctx context.Context, args []string, lookupEnv func(string) (stri
 	if err != nil {
 		return &configError{err}
 	}
-	c := &rebuildClient{base: strings.TrimRight(o.url, "/"), user: o.user, password: password,
-		http: &http.Client{Timeout: 30 * time.Second}}
-	var job rebuildJob
-	if err := c.call(ctx, http.MethodPost, "/api/admin/rebuilds", map[string]any{"target": o.target, "verify": o.verify}, &job); err != nil {
+	c := simulate.AdminClient{URL: strings.TrimRight(o.url, "/"), User: o.user, Password: password,
+		HTTP: &http.Client{Timeout: 30 * time.Second}}
+	var job httpapi.RebuildView
+	if err := c.Call(ctx, http.MethodPost, "/api/admin/rebuilds", map[string]any{"target": o.target, "verify": o.verify}, &job); err != nil {
 		return err
 	}
 	job, err = watchRebuild(ctx, c, job, o.poll, stdout)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("stopped watching; the job goes on in the node: GET %s/api/admin/rebuilds/%s", c.base, job.ID)
+			return fmt.Errorf("stopped watching; the job goes on in the node: GET %s/api/admin/rebuilds/%s", c.URL, job.ID)
 		}
 		return err
 	}
@@ -128,33 +128,17 @@ func rebuildPassword(file string, lookupEnv func(string) (string, bool)) (string
 	return "", errors.New("no password: set TVSM_ADMIN_PASSWORD or give --password-file")
 }
 
-// rebuildJob is a job as the node shows it (GET /api/admin/rebuilds/{id}).
-type rebuildJob struct {
-	ID              string   `json:"id"`
-	Target          string   `json:"target"`
-	Verify          bool     `json:"verify"`
-	State           string   `json:"state"`
-	Phase           string   `json:"phase"`
-	AppliedEvents   uint64   `json:"applied_events"`
-	Through         uint64   `json:"through"`
-	Head            uint64   `json:"head"`
-	Rate            float64  `json:"rate"`
-	Differences     []string `json:"differences"`
-	DifferenceCount int      `json:"difference_count"`
-	Error           string   `json:"error"`
-}
-
-// what names the job for people.
-func (j rebuildJob) what() string {
-	name := map[string]string{node.RebuildReadModel: "read model", node.RebuildStats: "statistics"}[j.Target]
-	if j.Verify {
+// what names a job for people.
+func what(job httpapi.RebuildView) string {
+	name := map[string]string{node.RebuildReadModel: "read model", node.RebuildStats: "statistics"}[job.Target]
+	if job.Verify {
 		return "check of the " + name
 	}
 	return "rebuild of the " + name
 }
 
 // watchRebuild polls the job until it ends, drawing its progress.
-func watchRebuild(ctx context.Context, c *rebuildClient, job rebuildJob, poll time.Duration, w io.Writer) (rebuildJob, error) {
+func watchRebuild(ctx context.Context, c simulate.AdminClient, job httpapi.RebuildView, poll time.Duration, w io.Writer) (httpapi.RebuildView, error) {
 	show := newRebuildProgress(w, job)
 	defer show.end()
 	t := time.NewTicker(poll)
@@ -165,7 +149,7 @@ func watchRebuild(ctx context.Context, c *rebuildClient, job rebuildJob, poll ti
 			return job, ctx.Err()
 		case <-t.C:
 		}
-		if err := c.call(ctx, http.MethodGet, "/api/admin/rebuilds/"+job.ID, nil, &job); err != nil {
+		if err := c.Call(ctx, http.MethodGet, "/api/admin/rebuilds/"+job.ID, nil, &job); err != nil {
 			return job, err
 		}
 		show.update(job)
@@ -174,22 +158,22 @@ func watchRebuild(ctx context.Context, c *rebuildClient, job rebuildJob, poll ti
 }
 
 // reportRebuild prints how the job ended; an error means exit 1.
-func reportRebuild(job rebuildJob, w io.Writer) error {
+func reportRebuild(job httpapi.RebuildView, w io.Writer) error {
 	switch {
 	case job.State != "done":
-		return fmt.Errorf("the %s failed: %s", job.what(), job.Error)
+		return fmt.Errorf("the %s failed: %s", what(job), job.Error)
 	case !job.Verify:
 		fmt.Fprintf(w, "%s done: %d events replayed (%.0f/s) through position %d; the node serves the new version\n",
-			job.what(), job.AppliedEvents, job.Rate, job.Through)
+			what(job), job.AppliedEvents, job.Rate, job.Through)
 		return nil
 	case job.DifferenceCount == 0:
 		fmt.Fprintf(w, "%s: no difference between the live state and a rebuild from the log through position %d (%d events)\n",
-			job.what(), job.Through, job.AppliedEvents)
+			what(job), job.Through, job.AppliedEvents)
 		return nil
 	}
 	fmt.Fprintf(w, "%s: %d differences between the live state (-) and a rebuild from the log (+) through position %d "+
 		"(a changed item counts twice: as it is, and as the rebuild has it); the first %d lines:\n",
-		job.what(), job.DifferenceCount, job.Through, len(job.Differences))
+		what(job), job.DifferenceCount, job.Through, len(job.Differences))
 	for _, l := range job.Differences {
 		fmt.Fprintln(w, "  "+l)
 	}
@@ -204,12 +188,12 @@ type rebuildProgress struct {
 	lastLine time.Time
 }
 
-func newRebuildProgress(w io.Writer, job rebuildJob) *rebuildProgress {
+func newRebuildProgress(w io.Writer, job httpapi.RebuildView) *rebuildProgress {
 	p := &rebuildProgress{w: w}
 	if isTerminal(w) {
 		p.bar = progressbar.NewOptions64(int64(max(job.Head, 1)),
 			progressbar.OptionSetWriter(w),
-			progressbar.OptionSetDescription(job.what()),
+			progressbar.OptionSetDescription(what(job)),
 			progressbar.OptionSetItsString("pos"),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetPredictTime(true),
@@ -218,15 +202,15 @@ func newRebuildProgress(w io.Writer, job rebuildJob) *rebuildProgress {
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionFullWidth())
 	} else {
-		fmt.Fprintf(w, "%s started (job %s)\n", job.what(), job.ID)
+		fmt.Fprintf(w, "%s started (job %s)\n", what(job), job.ID)
 	}
 	return p
 }
 
 // update shows job's progress: how far through the log (of its head) the
 // copy has read, with the events it applied and their rate.
-func (p *rebuildProgress) update(job rebuildJob) {
-	desc := fmt.Sprintf("%s: %s, %d events, %.0f events/s", job.what(), job.Phase, job.AppliedEvents, job.Rate)
+func (p *rebuildProgress) update(job httpapi.RebuildView) {
+	desc := fmt.Sprintf("%s: %s, %d events, %.0f events/s", what(job), job.Phase, job.AppliedEvents, job.Rate)
 	if p.bar != nil {
 		p.bar.ChangeMax64(int64(max(job.Head, 1)))
 		p.bar.Describe(desc)
@@ -256,49 +240,4 @@ func (p *rebuildProgress) end() {
 		_ = p.bar.Exit()
 		fmt.Fprintln(p.w)
 	}
-}
-
-// rebuildClient calls a node's Admin API as a superadmin.
-type rebuildClient struct {
-	base, user, password string
-	http                 *http.Client
-}
-
-// call sends body (when not nil) to path and decodes a 2xx answer into
-// out; another answer is an error with the node's cause.
-func (c *rebuildClient) call(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return &configError{fmt.Errorf("--url: %w", err)}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.SetBasicAuth(c.user, c.password)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct{ Cause string }
-		if json.Unmarshal(data, &e) != nil || e.Cause == "" {
-			e.Cause = strings.TrimSpace(string(data))
-		}
-		return fmt.Errorf("%s %s: %d %s: %s", method, path, resp.StatusCode, http.StatusText(resp.StatusCode), e.Cause)
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	return nil
 }

@@ -126,13 +126,22 @@ func (n *Node) verifyReadModel(ctx context.Context, job *projections.RebuildJob)
 	if err != nil {
 		return err
 	}
-	job.SetHead(live.Position())
 	fresh := readmodel.New(n.Registry)
-	if err := n.replayer(fresh, job).to(ctx, live.Position()); err != nil {
+	return n.compare(ctx, job, fresh, live.Position(), func() ([]string, int, error) {
+		return readmodel.Differences(live, fresh, MaxDifferences)
+	})
+}
+
+// compare replays fresh, a new copy of a projection, to at, the position
+// of a capture of the live one, and records what differences finds.
+func (n *Node) compare(ctx context.Context, job *projections.RebuildJob, fresh projections.Handler, at eventstore.Position,
+	differences func() ([]string, int, error)) error {
+	job.SetHead(at)
+	if err := n.replayer(fresh, job).to(ctx, at); err != nil {
 		return err
 	}
 	job.SetPhase("comparing")
-	lines, total, err := readmodel.Differences(live, fresh, MaxDifferences)
+	lines, total, err := differences()
 	if err != nil {
 		return err
 	}
@@ -198,17 +207,9 @@ func (n *Node) verifyStats(ctx context.Context, job *projections.RebuildJob) err
 	if err != nil {
 		return err
 	}
-	job.SetHead(capture.At)
-	if err := n.replayer(fresh, job).to(ctx, capture.At); err != nil {
-		return err
-	}
-	job.SetPhase("comparing")
-	lines, total, err := fresh.Differences(ctx, capture, MaxDifferences)
-	if err != nil {
-		return err
-	}
-	job.SetDifferences(lines, total)
-	return nil
+	return n.compare(ctx, job, fresh, capture.At, func() ([]string, int, error) {
+		return fresh.Differences(ctx, capture, MaxDifferences)
+	})
 }
 
 // replayer replays the log into a new copy of a projection, beside the

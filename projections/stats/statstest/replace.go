@@ -30,8 +30,10 @@ func RunReplacer(t *testing.T, open ReplacerFactory) {
 		}
 		return ids
 	}
-
-	t.Run("Replace", func(t *testing.T) {
+	// filled returns a store holding old and a store beside it holding
+	// fresh.
+	filled := func(t *testing.T) (stats.Replacer, stats.FactStore) {
+		t.Helper()
 		s := open(t)
 		if err := s.WriteViewing(ctx, []stats.ViewingFact{old}); err != nil {
 			t.Fatal(err)
@@ -46,6 +48,11 @@ func RunReplacer(t *testing.T, open ReplacerFactory) {
 		if err := beside.WriteViewing(ctx, []stats.ViewingFact{fresh}); err != nil {
 			t.Fatal(err)
 		}
+		return s, beside
+	}
+
+	t.Run("Replace", func(t *testing.T) {
+		s, beside := filled(t)
 		row := stats.SubscriptionDay{Day: d, Provider: 1, Tariff: 3, Enabled: 1, Version: 5}
 		if err := beside.WriteSubscriptionDays(ctx, []stats.SubscriptionDay{row}); err != nil {
 			t.Fatal(err)
@@ -72,7 +79,7 @@ func RunReplacer(t *testing.T, open ReplacerFactory) {
 				}
 			}
 		})
-		err = s.Replace(ctx, beside)
+		err := s.Replace(ctx, beside)
 		close(stop)
 		wg.Wait()
 		if err != nil {
@@ -104,24 +111,14 @@ func RunReplacer(t *testing.T, open ReplacerFactory) {
 	})
 
 	t.Run("Discard", func(t *testing.T) {
-		s := open(t)
-		if err := s.WriteViewing(ctx, []stats.ViewingFact{old}); err != nil {
-			t.Fatal(err)
-		}
-		beside, err := s.Beside(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := beside.WriteViewing(ctx, []stats.ViewingFact{fresh}); err != nil {
-			t.Fatal(err)
-		}
+		s, beside := filled(t)
 		if err := s.Discard(beside); err != nil {
 			t.Fatal(err)
 		}
 		if ids := accounts(t, s); len(ids) != 1 || ids[0] != 10 {
 			t.Fatalf("after Discard the store has the viewing of %v, want its own [10]", ids)
 		}
-		beside, err = s.Beside(ctx)
+		beside, err := s.Beside(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
