@@ -59,6 +59,9 @@ func TestMain(m *testing.M) {
 	if e2eLog.cleanup != nil {
 		e2eLog.cleanup()
 	}
+	if benchHistory.dir != "" {
+		os.RemoveAll(benchHistory.dir)
+	}
 	os.Exit(code)
 }
 
