@@ -200,7 +200,7 @@ func newRebuildProgress(w io.Writer, job httpapi.RebuildView) *rebuildProgress {
 			progressbar.OptionSetElapsedTime(true),
 			progressbar.OptionShowDescriptionAtLineEnd(),
 			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionFullWidth())
+			progressbar.OptionSetWidth(30))
 	} else {
 		fmt.Fprintf(w, "%s started (job %s)\n", what(job), job.ID)
 	}
@@ -230,7 +230,7 @@ func (p *rebuildProgress) update(job httpapi.RebuildView) {
 		// Events still to come, at the share of the log's positions the
 		// ones applied so far took.
 		left := float64(job.AppliedEvents) * float64(job.Head-job.Through) / float64(job.Through)
-		eta = fmt.Sprintf(", about %v left", (time.Duration(left/job.Rate) * time.Second).Round(time.Second))
+		eta = fmt.Sprintf(", about %v left", max(time.Duration(left/job.Rate*float64(time.Second)), time.Second).Round(time.Second))
 	}
 	fmt.Fprintf(p.w, "%s, position %d of %d (%.1f%%)%s\n", desc, job.Through, job.Head, pct, eta)
 }

@@ -137,6 +137,7 @@ func (n *Node) verifyReadModel(ctx context.Context, job *projections.RebuildJob)
 func (n *Node) compare(ctx context.Context, job *projections.RebuildJob, fresh projections.Handler, at eventstore.Position,
 	differences func() ([]string, int, error)) error {
 	job.SetHead(at)
+	job.SetPhase("replaying")
 	if err := n.replayer(fresh, job).to(ctx, at); err != nil {
 		return err
 	}
@@ -227,7 +228,6 @@ func (n *Node) replayer(h projections.Handler, job *projections.RebuildJob) *rep
 
 // to replays the log up to through (projections.ReplayTo).
 func (r *replayer) to(ctx context.Context, through eventstore.Position) (err error) {
-	r.job.SetPhase("replaying")
 	r.read, err = projections.ReplayTo(ctx, r.n.Store, r.n.Registry, r.h, r.read, through, r.job.Progress)
 	return err
 }
@@ -236,6 +236,7 @@ func (r *replayer) to(ctx context.Context, through eventstore.Position) (err err
 // again while it moves on, until a pass is short enough for the copy to
 // take over with a last one while the live projection waits.
 func (r *replayer) catchUp(ctx context.Context, live func() eventstore.Position) error {
+	r.job.SetPhase("replaying")
 	for pass := 0; pass < maxPasses; pass++ {
 		target := live()
 		head, err := r.n.head(ctx)
