@@ -185,6 +185,8 @@ func TestRebuildReadModelWhileServing(t *testing.T) {
 		t.Fatalf("the check missed the corruption: %+v", job)
 	}
 
+	untouched := "/api/provider/accounts/" + itoa(ids["base-100"])
+	before := superOK(t, env, http.MethodGet, untouched, nil)
 	l := startLoad(t, env, provider, victim)
 	for l.writes.Load() < 20 {
 		time.Sleep(time.Millisecond)
@@ -203,6 +205,9 @@ func TestRebuildReadModelWhileServing(t *testing.T) {
 	}
 
 	assertField(t, superOK(t, env, http.MethodGet, "/api/provider/accounts/"+itoa(victim), nil), "fullname", "Holder 7")
+	if after := superOK(t, env, http.MethodGet, untouched, nil); string(after) != string(before) {
+		t.Errorf("an account after the rebuild:\n%s\nbefore:\n%s", after, before)
+	}
 	for id, login := range l.created {
 		assertField(t, superOK(t, env, http.MethodGet, "/api/provider/accounts/"+itoa(id), nil), "login", login)
 	}
