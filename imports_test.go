@@ -35,6 +35,7 @@ var layers = []struct {
 	{"queries", []string{"internal/app/query/..."}},
 	{"commands", []string{"internal/app/command/..."}},
 	{"HTTP API", []string{"httpapi/..."}},
+	{"API document checks", []string{"internal/testkit/apicheck"}},
 	{"wiring", []string{"internal/wiring/..."}},
 	{"virtual devices", []string{"internal/tools/simulate/..."}},
 	{"test kits and tools", []string{"internal/testkit/...", "internal/tools/..."}},

@@ -76,6 +76,14 @@ type HeadReader interface {
 	Head(ctx context.Context) (Position, error)
 }
 
+// SequentialPositions is implemented by backends whose positions number
+// the events of the log 1, 2, 3… (Commit == Prepare == the sequence
+// number), so that the events between two positions are their difference.
+// Others (EventStoreDB's byte offsets) need the events read to count them.
+type SequentialPositions interface {
+	SequentialPositions()
+}
+
 // Errors returned by backends. Backends wrap them; test with errors.Is.
 var (
 	ErrWrongExpectedRevision = errors.New("eventstore: wrong expected revision")

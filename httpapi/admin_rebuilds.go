@@ -104,32 +104,35 @@ func decodeRebuildObject(o *wire.Object, targets []string) (target string, verif
 // reads it too). Through and Head are commit positions of the log (the
 // first part of an X-TVSM-Position).
 type RebuildView struct {
-	ID              string     `json:"id"`
-	Target          string     `json:"target"`
-	Verify          bool       `json:"verify"`
-	State           string     `json:"state"`
-	Phase           string     `json:"phase"`
-	AppliedEvents   uint64     `json:"applied_events"`
-	Through         uint64     `json:"through"`
-	Head            uint64     `json:"head"`
-	Started         time.Time  `json:"started"`
-	Finished        *time.Time `json:"finished"`
-	Rate            float64    `json:"rate"`
-	Differences     []string   `json:"differences"`
-	DifferenceCount int        `json:"difference_count"`
-	Error           string     `json:"error,omitempty"`
+	ID              string   `json:"id"`
+	Target          string   `json:"target"`
+	Verify          bool     `json:"verify"`
+	State           string   `json:"state"`
+	Phase           string   `json:"phase"`
+	AppliedEvents   uint64   `json:"applied_events"`
+	Through         uint64   `json:"through"`
+	Head            uint64   `json:"head"`
+	Started         string   `json:"started"`
+	Finished        *string  `json:"finished"`
+	Rate            float64  `json:"rate"`
+	Differences     []string `json:"differences"`
+	DifferenceCount int      `json:"difference_count"`
+	Error           *string  `json:"error"`
 }
 
 func rebuildView(st projections.RebuildStatus) RebuildView {
 	v := RebuildView{
 		ID: st.ID, Target: st.Target, Verify: st.Verify, State: string(st.State), Phase: st.Phase,
 		AppliedEvents: st.Applied, Through: st.Through.Commit, Head: st.Head.Commit,
-		Started: st.Started.UTC(), Rate: st.Rate(time.Now()),
-		Differences: st.Differences, DifferenceCount: st.DifferenceCount, Error: st.Error,
+		Started: wire.FormatDateTime(st.Started), Rate: st.Rate(time.Now()),
+		Differences: st.Differences, DifferenceCount: st.DifferenceCount,
 	}
 	if !st.Finished.IsZero() {
-		f := st.Finished.UTC()
+		f := wire.FormatDateTime(st.Finished)
 		v.Finished = &f
+	}
+	if st.State == projections.RebuildFailed {
+		v.Error = &st.Error
 	}
 	if v.Differences == nil {
 		v.Differences = []string{}

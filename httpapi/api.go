@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"tvsm/httpapi/apidoc"
 	"tvsm/httpapi/console"
 	"tvsm/internal/app"
 	"tvsm/internal/platform/throttle"
@@ -42,10 +43,15 @@ type API struct {
 // Mount adds the Provider API (/api/provider) and the Admin API (/api/admin)
 // to engine, both behind HTTP Basic authentication, the Device API
 // (/api/device), behind device tokens, and the admin console's page and
-// files (/admin/, which call those APIs from the browser).
+// files (/admin/, which call those APIs from the browser); and, without
+// authentication, the APIs' OpenAPI documents (MountDocs: Swagger UI for the
+// first two).
 func Mount(engine *gin.Engine, api API) {
 	console.Mount(engine)
 	auth := BasicAuth(api.Auth)
+	mustMountDocs(engine.Group("/api/admin"), apidoc.Admin, true)
+	mustMountDocs(engine.Group("/api/provider"), apidoc.Provider, true)
+	mustMountDocs(engine.Group("/api/device"), apidoc.Device, false)
 	admin := engine.Group("/api/admin", auth)
 	mountAdmin(admin, api.Admin, api.Idempotency)
 	if api.Rebuilds != nil {

@@ -20,13 +20,7 @@ const (
 	CodeBadGateway = "bad_gateway"
 	// CodeGatewayTimeout: billing did not answer in time (504).
 	CodeGatewayTimeout = "gateway_timeout"
-	// CodeClientClosed: the device went away before billing answered (499,
-	// seen only in the request log).
-	CodeClientClosed = "client_closed_request"
 )
-
-// statusClientClosed is the status logged for a call the device gave up.
-const statusClientClosed = 499
 
 // BillingIdentity is the device a billing call is made for, as the Device
 // API's authentication established it.
@@ -216,7 +210,7 @@ func billingError(err error, opts billing.Options) *Error {
 		return &Error{Status: http.StatusGatewayTimeout, Code: CodeGatewayTimeout,
 			Cause: fmt.Sprintf("billing did not answer within %v", opts.Timeout), Err: err}
 	case errors.Is(err, billing.ErrCanceled):
-		return &Error{Status: statusClientClosed, Code: CodeClientClosed, Cause: "the client closed the request", Err: err}
+		return clientClosed(err)
 	case errors.Is(err, billing.ErrRequestTooLarge):
 		return wrapped(BodyTooLarge(opts.MaxRequestBody), err)
 	case errors.Is(err, billing.ErrResponseTooLarge):

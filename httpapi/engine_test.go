@@ -268,6 +268,11 @@ func TestWriteErrorMapsErrors(t *testing.T) {
 			status: http.StatusServiceUnavailable,
 			want:   map[string]any{"error": CodeUnavailable},
 		},
+		"client gone": {
+			err:    fmt.Errorf("wait for the read model: %w", context.Canceled),
+			status: StatusClientClosedRequest,
+			want:   map[string]any{"error": CodeClientClosed},
+		},
 		"anything else": {
 			err:    errors.New("disk on fire"),
 			status: http.StatusInternalServerError,

@@ -32,6 +32,10 @@ const (
 	CodeNotReady         = "not_ready"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
+	// CodeClientClosed: the client went away before the answer (nginx's
+	// 499); nobody reads it, but the log and the metrics then tell a
+	// client's disconnect from a failure of ours.
+	CodeClientClosed = "client_closed_request"
 	// CodeIdempotencyMismatch: an Idempotency-Key reused with another body.
 	CodeIdempotencyMismatch = "idempotency_key_mismatch"
 )
@@ -196,8 +200,20 @@ func AsError(err error) *Error {
 		e := Unavailable("timed out; retry the request")
 		e.Err = err
 		return e
+	case errors.Is(err, context.Canceled):
+		return clientClosed(err)
 	}
 	return Internal(err)
+}
+
+// StatusClientClosedRequest is the status of an answer to a client that
+// closed its request before it (nginx's convention; not a standard code).
+const StatusClientClosedRequest = 499
+
+// clientClosed is the answer to a request its client gave up (seen only in
+// the request log and the metrics).
+func clientClosed(err error) *Error {
+	return &Error{Status: StatusClientClosedRequest, Code: CodeClientClosed, Cause: "the client closed the request", Err: err}
 }
 
 // wrapped attaches the cause to an API error, for the request log.

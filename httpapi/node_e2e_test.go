@@ -54,7 +54,9 @@ func TestNodeEndToEnd(t *testing.T) {
 		t.Errorf("command object %s (%v)", msg.Command, err)
 	}
 	for _, kind := range []string{"ack", "confirm"} {
-		if err := ws.WriteJSON(map[string]string{"type": kind, "id": msg.ID}); err != nil {
+		receipt, _ := json.Marshal(map[string]string{"type": kind, "id": msg.ID})
+		checkDocumented(t, "WsDeviceMessage", receipt)
+		if err := ws.WriteMessage(websocket.TextMessage, receipt); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -138,12 +140,18 @@ type commandMessage struct {
 	Command json.RawMessage `json:"command"`
 }
 
-// readCommand reads the next server message, which must be a command.
+// readCommand reads the next server message, which must be a command as
+// the Device API's document describes it (WsCommand).
 func readCommand(t *testing.T, ws *websocket.Conn) commandMessage {
 	t.Helper()
 	_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, data, err := ws.ReadMessage()
+	if err != nil {
+		t.Fatalf("reading a command: %v", err)
+	}
+	checkDocumented(t, "WsCommand", data)
 	var m commandMessage
-	if err := ws.ReadJSON(&m); err != nil {
+	if err := json.Unmarshal(data, &m); err != nil {
 		t.Fatalf("reading a command: %v", err)
 	}
 	if m.Type != "command" {

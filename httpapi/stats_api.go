@@ -14,7 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"tvsm/httpapi/statsdoc"
+	"tvsm/httpapi/apidoc"
 	"tvsm/httpapi/wire"
 	"tvsm/internal/app/query"
 	"tvsm/projections/stats"
@@ -41,27 +41,18 @@ const StatsWriteTimeout = 10 * time.Minute
 //	GET /subscription?from=&to=[&provider_id=]   behind auth, streamed
 //	GET /device?from=&to=[&provider_id=]         behind auth
 //	GET /account?from=&to=[&provider_id=]        behind auth, streamed
-//	GET /openapi.json, /openapi.yaml             the OpenAPI 3 document
-//	GET /swagger-ui/index.html (and its files)   Swagger UI
+//	GET /openapi.json, /openapi.yaml, /swagger-ui/...  its document (MountDocs)
 //
 // auth (BasicAuth in a node) guards the statistics; the documentation is
 // public. Without a Principal in the request (no auth given) the caller
 // counts as a superadmin.
 func MountStats(g *gin.RouterGroup, svc StatsService, auth ...gin.HandlerFunc) error {
-	doc, err := statsdoc.OpenAPIJSON()
-	if err != nil {
-		return err
-	}
 	h := &statsHandlers{svc: svc}
 	auth = slices.Clip(auth) // each append below makes its own chain
 	g.GET("/subscription", append(auth, h.closedThrough, h.subscription)...)
 	g.GET("/device", append(auth, h.closedThrough, h.device)...)
 	g.GET("/account", append(auth, h.closedThrough, h.account)...)
-	g.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json; charset=utf-8", doc) })
-	g.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml; charset=utf-8", statsdoc.OpenAPIYAML()) })
-	g.GET("/swagger-ui", func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, c.Request.URL.Path+"/index.html") })
-	g.GET("/swagger-ui/*file", func(c *gin.Context) { statsdoc.ServeAsset(c.Writer, c.Request, c.Param("file")) })
-	return nil
+	return MountDocs(g, apidoc.Stats, true)
 }
 
 type statsHandlers struct{ svc StatsService }

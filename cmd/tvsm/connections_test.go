@@ -175,9 +175,16 @@ func TestServeCapsConnections(t *testing.T) {
 		`tvsm_http_connections_refused_total{cap="total"}`:   1,
 		"tvsm_ws_refused_total":                              1,
 		"tvsm_http_connections":                              1,
+		// The scrape's own connection, serving it.
+		`tvsm_http_connections_by_state{state="active"}`: 1,
 	} {
 		if v, ok := metricValue(metrics, metric); !ok || v < least {
 			t.Errorf("/metrics: %s = %v (found %v), want at least %v", metric, v, ok, least)
+		}
+	}
+	for _, state := range []string{"new", "idle"} {
+		if _, ok := metricValue(metrics, `tvsm_http_connections_by_state{state="`+state+`"}`); !ok {
+			t.Errorf("/metrics lacks the %s connections", state)
 		}
 	}
 }

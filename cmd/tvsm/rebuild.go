@@ -161,7 +161,11 @@ func watchRebuild(ctx context.Context, c simulate.AdminClient, job httpapi.Rebui
 func reportRebuild(job httpapi.RebuildView, w io.Writer) error {
 	switch {
 	case job.State != "done":
-		return fmt.Errorf("the %s failed: %s", what(job), job.Error)
+		cause := "no cause given"
+		if job.Error != nil {
+			cause = *job.Error
+		}
+		return fmt.Errorf("the %s failed: %s", what(job), cause)
 	case !job.Verify:
 		fmt.Fprintf(w, "%s done: %d events replayed (%.0f/s) through position %d; the node serves the new version\n",
 			what(job), job.AppliedEvents, job.Rate, job.Through)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -152,6 +153,8 @@ type endpoint struct {
 	handler    http.Handler
 	// limit caps the listener's connections (nil: no caps).
 	limit func(net.Listener) net.Listener
+	// states counts its connections by state (nil: not counted).
+	states *connStates
 }
 
 // endpoints are the listeners of n as cfg says. The API's, which devices
@@ -164,7 +167,7 @@ func endpoints(cfg config.Config, n *node.Node, reg prometheus.Registerer) []end
 		})
 		registerConnectionMetrics(reg, capped)
 		return capped
-	}}}
+	}, states: newConnStates(reg)}}
 	if n.Ops != nil {
 		eps = append(eps, endpoint{name: "ops", addr: cfg.OpsHTTPAddr, handler: httpapi.Handler(n.Ops)})
 	}
@@ -199,6 +202,9 @@ func serveHTTP(ctx context.Context, cfg config.Config, eps []endpoint, logger *s
 	failed := make(chan error, len(eps))
 	for i, ep := range eps {
 		s := serving{name: ep.name, server: newHTTPServer(ep.handler, logger), served: make(chan error, 1)}
+		if ep.states != nil {
+			s.server.ConnState = ep.states.track
+		}
 		running[i] = s
 		go func() {
 			err := s.server.Serve(listeners[i])
@@ -254,6 +260,58 @@ func registerConnectionMetrics(reg prometheus.Registerer, l *connlimit.Listener)
 			Help: "Connections the API listener refused at once: max_connections (total) or max_connections_per_address (address).",
 		}, func() float64 { return float64(l.Refused(r)) }))
 	}
+}
+
+// connStates counts a listener's HTTP connections by their state: new
+// (no request yet), active (a request being served) and idle (kept
+// alive between requests). Websockets leave it when they are hijacked;
+// tvsm_ws_connections counts them.
+type connStates struct {
+	mu    sync.Mutex
+	state map[net.Conn]http.ConnState
+	count [3]int // by connStateNames' index
+}
+
+var connStateNames = [3]http.ConnState{http.StateNew, http.StateActive, http.StateIdle}
+
+func newConnStates(reg prometheus.Registerer) *connStates {
+	c := &connStates{state: map[net.Conn]http.ConnState{}}
+	for i, s := range connStateNames {
+		metrics.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tvsm_http_connections_by_state", ConstLabels: prometheus.Labels{"state": s.String()},
+			Help: "HTTP connections of the API listener by state: new (no request yet), active (serving a request), idle (kept alive); websockets are tvsm_ws_connections.",
+		}, func() float64 {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return float64(c.count[i])
+		}))
+	}
+	return c
+}
+
+// track is http.Server.ConnState.
+func (c *connStates) track(conn net.Conn, s http.ConnState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.state[conn]; ok {
+		c.count[stateIndex(old)]--
+		delete(c.state, conn)
+	}
+	if i := stateIndex(s); i >= 0 {
+		c.state[conn] = s
+		c.count[i]++
+	}
+}
+
+// stateIndex is s's index in connStateNames, or -1 for the states a
+// connection leaves the server in (closed, hijacked).
+func stateIndex(s http.ConnState) int {
+	for i, n := range connStateNames {
+		if n == s {
+			return i
+		}
+	}
+	return -1
 }
 
 // closableStore is an event store backend the node owns and closes.

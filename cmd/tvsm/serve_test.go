@@ -2,8 +2,12 @@ package main
 
 import (
 	"errors"
+	"net"
+	"net/http"
 	"slices"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestCloseStackClosesNewestFirstOnce(t *testing.T) {
@@ -32,5 +36,35 @@ func TestCloseStackClosesNewestFirstOnce(t *testing.T) {
 	}
 	if again != nil {
 		t.Fatalf("second closeAll = %v, want nil", again)
+	}
+}
+
+// TestConnStates: a connection is counted in its current state only, and
+// leaves the count when it closes or is hijacked (a websocket).
+func TestConnStates(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := newConnStates(reg)
+	a, b := &net.TCPConn{}, &net.TCPConn{}
+	for _, step := range []struct {
+		conn             net.Conn
+		state            http.ConnState
+		nw, active, idle int
+	}{
+		{a, http.StateNew, 1, 0, 0},
+		{b, http.StateNew, 2, 0, 0},
+		{a, http.StateActive, 1, 1, 0},
+		{a, http.StateIdle, 1, 0, 1},
+		{b, http.StateActive, 0, 1, 1},
+		{b, http.StateHijacked, 0, 0, 1},
+		{a, http.StateActive, 0, 1, 0},
+		{a, http.StateClosed, 0, 0, 0},
+	} {
+		c.track(step.conn, step.state)
+		if got := c.count; got != [3]int{step.nw, step.active, step.idle} {
+			t.Fatalf("after %v: new, active, idle %v, want %d %d %d", step.state, got, step.nw, step.active, step.idle)
+		}
+	}
+	if len(c.state) != 0 {
+		t.Fatalf("%d connections remembered after all left", len(c.state))
 	}
 }

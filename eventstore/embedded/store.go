@@ -224,6 +224,9 @@ func (s *Store) Close() error {
 	return err
 }
 
+// SequentialPositions implements eventstore.SequentialPositions.
+func (s *Store) SequentialPositions() {}
+
 // Head returns the position of the last durable event (Beginning when empty).
 func (s *Store) Head(context.Context) (eventstore.Position, error) {
 	p := s.head.load()

@@ -63,6 +63,9 @@ func (s *Store) closed() bool {
 	}
 }
 
+// SequentialPositions implements eventstore.SequentialPositions.
+func (s *Store) SequentialPositions() {}
+
 // Head returns the position of the last event (Beginning when empty).
 func (s *Store) Head(context.Context) (eventstore.Position, error) {
 	if s.closed() {

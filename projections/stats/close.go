@@ -194,6 +194,7 @@ func (p *Projector) flush(ctx context.Context) error {
 		if err := p.facts.WriteViewing(ctx, w.facts); err != nil {
 			return err
 		}
+		p.rows[TableViewing].Add(uint64(len(w.facts)))
 		f := w.facts[len(w.facts)-1]
 		p.last.factProvider, p.last.factDay, p.last.hasFact = f.Provider, f.Day, true
 		w.facts = w.facts[:0]
@@ -202,6 +203,7 @@ func (p *Projector) flush(ctx context.Context) error {
 		if err := p.facts.WriteSubscriptionDays(ctx, w.subs); err != nil {
 			return err
 		}
+		p.rows[TableSubscriptionDays].Add(uint64(len(w.subs)))
 		r := w.subs[len(w.subs)-1]
 		p.last.subProvider, p.last.subDay, p.last.hasSub = r.Provider, r.Day, true
 		w.subs = w.subs[:0]
@@ -210,6 +212,7 @@ func (p *Projector) flush(ctx context.Context) error {
 		if err := p.facts.WriteClassSeen(ctx, w.seen); err != nil {
 			return err
 		}
+		p.rows[TableClassSeen].Add(uint64(len(w.seen)))
 		w.seen = w.seen[:0]
 	}
 	p.written = closed

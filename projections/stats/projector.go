@@ -87,11 +87,24 @@ type Projector struct {
 	closed, written dayMark
 	last            lastWrite
 	snapPos         eventstore.Position
-	// shown is written as of its last change: ClosedThrough reads it
-	// without the lock, which a check of the statistics holds a while
-	// (Capture).
-	shown atomic.Pointer[dayMark]
+
+	// writtenThrough is written.day+1 (0: none), readable without mu,
+	// which a flush holds while the fact store is slow or away; rows
+	// counts the rows handed to the fact store, by table.
+	writtenThrough atomic.Int64
+	rows           [tableCount]atomic.Uint64
 }
+
+// The fact store's tables, as RowsWritten counts them.
+const (
+	TableViewing = iota
+	TableSubscriptionDays
+	TableClassSeen
+	tableCount
+)
+
+// TableNames name the tables of RowsWritten, by index.
+var TableNames = [tableCount]string{"viewing", "subscription_days", "class_seen"}
 
 // dayMark is a day that may be unset.
 type dayMark struct {
@@ -159,10 +172,13 @@ func (p *Projector) reset() {
 	p.publishWritten()
 }
 
-// publishWritten makes p.written what ClosedThrough answers.
+// publishWritten makes p.written readable without mu. p.mu is held.
 func (p *Projector) publishWritten() {
-	m := p.written
-	p.shown.Store(&m)
+	var v int64
+	if p.written.ok {
+		v = int64(p.written.day) + 1
+	}
+	p.writtenThrough.Store(v)
 }
 
 // Name implements projections.Handler.
@@ -277,9 +293,21 @@ func (p *Projector) Flush(ctx context.Context) error {
 
 // ClosedThrough returns the last closed day whose statistics are in the
 // fact store: the Statistics API shows days up to it.
+// It does not wait for a flush under way.
 func (p *Projector) ClosedThrough() (Day, bool) {
-	m := p.shown.Load()
-	return m.day, m.ok
+	v := p.writtenThrough.Load()
+	return Day(v - 1), v > 0
+}
+
+// RowsWritten returns how many rows this projector has handed to its fact
+// store since it was created, by table (TableViewing…). Rows rewritten
+// (a closed day's counts changed by late viewing) count again.
+func (p *Projector) RowsWritten() [tableCount]uint64 {
+	var n [tableCount]uint64
+	for i := range n {
+		n[i] = p.rows[i].Load()
+	}
+	return n
 }
 
 // Position returns the last applied log position.

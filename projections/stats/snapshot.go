@@ -54,6 +54,7 @@ func (p *Projector) writeSnapshot(ctx context.Context) error {
 func (p *Projector) Restore(ctx context.Context) (eventstore.Position, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.publishWritten()
 	p.reset()
 	if p.opts.SnapshotPath == "" {
 		return eventstore.Beginning, nil
@@ -75,7 +76,6 @@ func (p *Projector) Restore(ctx context.Context) (eventstore.Position, error) {
 		return eventstore.Beginning, nil
 	}
 	p.applied, p.snapPos = pos, pos
-	p.publishWritten()
 	return pos, nil
 }
 

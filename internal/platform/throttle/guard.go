@@ -3,6 +3,7 @@ package throttle
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -68,6 +69,20 @@ type Guard struct {
 	// waiting attempts wait for room, waking them.
 	finished chan struct{}
 	waiting  int
+
+	// Attempts refused, for metrics: by the failures recorded, and for
+	// want of room while others were in flight.
+	refusedFailed, refusedBusy atomic.Uint64
+}
+
+// Refusals returns how many attempts the guard has refused: because the
+// failures recorded reached a limit, and because attempts in flight left
+// no room within MaxWait.
+func (g *Guard) Refusals() (failed, busy uint64) {
+	if g == nil {
+		return 0, 0
+	}
+	return g.refusedFailed.Load(), g.refusedBusy.Load()
 }
 
 // pairKey is a login tried from an address.
@@ -116,6 +131,9 @@ func (g *Guard) Check(login, address string) (retryAfter time.Duration, ok bool)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	failed, _, wait := g.room(pairKey{login, address})
+	if failed {
+		g.refusedFailed.Add(1)
+	}
 	return wait, !failed
 }
 
@@ -154,6 +172,7 @@ func (g *Guard) Begin(ctx context.Context, login, address string) (a Attempt, re
 		}
 		if failed {
 			g.mu.Unlock()
+			g.refusedFailed.Add(1)
 			return Attempt{}, wait, false
 		}
 		finished := g.finished
@@ -175,6 +194,7 @@ func (g *Guard) Begin(ctx context.Context, login, address string) (a Attempt, re
 		g.waiting--
 		g.mu.Unlock()
 		if !woken {
+			g.refusedBusy.Add(1)
 			return Attempt{}, InFlightRetry, false
 		}
 	}

@@ -1,6 +1,7 @@
 // Package nodetest starts a complete tvsm node for black-box tests: the real
 // embedded event store in a temporary directory, the read model, the
-// services and the HTTP API on a loopback test server.
+// services and the HTTP API on a loopback test server, whose every API
+// answer is checked against the API's OpenAPI document (apicheck).
 package nodetest
 
 import (
@@ -26,6 +27,7 @@ import (
 	"tvsm/internal/adapters/billing/billingtest"
 	"tvsm/internal/platform/schedule"
 	"tvsm/internal/platform/throttle"
+	"tvsm/internal/testkit/apicheck"
 	"tvsm/internal/wiring/node"
 	"tvsm/projections"
 	"tvsm/projections/stats"
@@ -157,7 +159,8 @@ func StartWith(t testing.TB, o Options) *Env {
 	if o.Setup != nil {
 		o.Setup(n)
 	}
-	srv := httptest.NewServer(n.Handler())
+	// Every answer of an API is checked against its OpenAPI document.
+	srv := httptest.NewServer(apicheck.Handler(t, n.Handler()))
 	var once sync.Once
 	closeEnv := func() {
 		once.Do(func() {

@@ -120,6 +120,8 @@ type Options struct {
 
 // Node is a running node. Close stops it.
 type Node struct {
+	// Store is the store the node was started on, its appends timed
+	// (tvsm_eventstore_append_seconds).
 	Store    eventstore.Store
 	Registry *domain.Registry
 	Executor *app.Executor
@@ -153,6 +155,7 @@ type Node struct {
 	// statistics (POST /api/admin/rebuilds).
 	Rebuilds *Rebuilds
 
+	backend  eventstore.Store // the store as given, with all its abilities
 	log      *slog.Logger
 	dataDir  string
 	snapPath string
@@ -210,7 +213,9 @@ func newNode(store eventstore.Store, opts Options) (*Node, Options, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o750); err != nil {
 		return nil, opts, fmt.Errorf("node: %w", err)
 	}
-	return &Node{Store: store, log: opts.Logger, dataDir: opts.DataDir, snapPath: filepath.Join(opts.DataDir, "readmodel.snapshot")}, opts, nil
+	registerGroupCommitMetrics(opts.Metrics, store)
+	return &Node{Store: metered(store, opts.Metrics), backend: store, log: opts.Logger, dataDir: opts.DataDir,
+		snapPath: filepath.Join(opts.DataDir, "readmodel.snapshot")}, opts, nil
 }
 
 // step is one part of starting a node. It builds or starts one thing and
@@ -357,9 +362,13 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 	}
 	passwords := httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost, MaxChecks: opts.PasswordChecks})
 	registerPasswordMetrics(opts.Metrics, passwords)
-	registerProjectionMetrics(opts.Metrics, map[string]*projections.Runner{"readmodel": n.Runner, "statistics": n.StatsRunner})
+	registerProjectionMetrics(opts.Metrics, n.backend, map[string]*projections.Runner{"readmodel": n.Runner, "statistics": n.StatsRunner}, opts.Clock)
+	registerReadModelMetrics(opts.Metrics, n.Model)
 	metrics.Register(opts.Metrics, panicsCollector{})
-	n.Auth = httpapi.ThrottleLogins(passwords, throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock)))
+	adminLogins := throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock))
+	deviceLogins := throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock))
+	registerLoginRefusals(opts.Metrics, map[string]*throttle.Guard{"admin": adminLogins, "device": deviceLogins})
+	n.Auth = httpapi.ThrottleLogins(passwords, adminLogins)
 	cmds, qs := n.Commands, n.Queries
 	httpapi.Mount(n.Engine, httpapi.API{
 		Auth:        n.Auth,
@@ -387,7 +396,7 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 		},
 		Device:            httpapi.DeviceAPI{Writes: cmds.Devices, Sessions: qs.Sessions},
 		Sockets:           n.Hub,
-		DeviceLogins:      throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock)),
+		DeviceLogins:      deviceLogins,
 		Billing:           n.billing,
 		ProfilerElsewhere: opts.OpsListener,
 		Rebuilds:          n.Rebuilds,
@@ -421,18 +430,6 @@ func registerPasswordMetrics(reg prometheus.Registerer, a *httpapi.BcryptAuthent
 	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "tvsm_password_checks_refused_total", Help: "Admin logins answered 503 because too many password checks ran at once.",
 	}, func() float64 { return float64(a.Refused()) }))
-}
-
-// registerProjectionMetrics exports how far each projection has applied
-// the log: a projection behind the read model lags (statistics while
-// ClickHouse is away, for one).
-func registerProjectionMetrics(reg prometheus.Registerer, runners map[string]*projections.Runner) {
-	for name, r := range runners {
-		metrics.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "tvsm_projection_position", ConstLabels: prometheus.Labels{"projection": name},
-			Help: "Commit position of the log up to which a projection has applied events.",
-		}, func() float64 { return float64(r.Progress().Position().Commit) }))
-	}
 }
 
 // scheduleSnapshots writes read model snapshots on opts.SnapshotSpec.

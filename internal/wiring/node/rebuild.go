@@ -261,7 +261,7 @@ func (r *replayer) catchUp(ctx context.Context, live func() eventstore.Position)
 // head returns the position of the newest event in the log, when the
 // store can tell.
 func (n *Node) head(ctx context.Context) (eventstore.Position, error) {
-	hr, ok := n.Store.(eventstore.HeadReader)
+	hr, ok := n.backend.(eventstore.HeadReader)
 	if !ok {
 		return eventstore.Position{}, errors.ErrUnsupported
 	}

@@ -1,4 +1,4 @@
-// Loads the Statistics API's OpenAPI document, served next to this page.
+// Loads the OpenAPI document of the API this page is served under (../openapi.json).
 window.onload = function () {
   window.ui = SwaggerUIBundle({
     url: "../openapi.json",
