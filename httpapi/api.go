@@ -36,6 +36,8 @@ type API struct {
 	// ProfilerElsewhere leaves the profiler out of /api/admin: NewOps
 	// serves it on the operators' listener.
 	ProfilerElsewhere bool
+	// Rebuilds serves /api/admin/rebuilds (superadmins); nil leaves it out.
+	Rebuilds Rebuilds
 }
 
 // Mount adds the Provider API (/api/provider) and the Admin API (/api/admin)
@@ -52,6 +54,9 @@ func Mount(engine *gin.Engine, api API) {
 	mustMountDocs(engine.Group("/api/device"), apidoc.Device, false)
 	admin := engine.Group("/api/admin", auth)
 	mountAdmin(admin, api.Admin, api.Idempotency)
+	if api.Rebuilds != nil {
+		mountRebuilds(admin, api.Rebuilds)
+	}
 	if !api.ProfilerElsewhere {
 		mountDebug(admin)
 	}

@@ -131,6 +131,8 @@ func (v victim) pathFor(route string) (path string, ok bool) {
 	segs := strings.Split(route, "/")
 	for i, s := range segs {
 		switch {
+		case s == ":id" && i > 0 && segs[i-1] == "rebuilds":
+			segs[i] = "0123456789ab" // jobs have their own ids, of no provider
 		case s == ":id" && i > 0:
 			id, known := map[string]int64{
 				"providers": v.provider, "tariffs": v.tariff, "channels": v.channel, "categories": v.category,
@@ -289,6 +291,9 @@ func (v victim) scopedBodies(method, route string) (bodies []any, ok bool) {
 		return []any{map[string]any{"provider": v.provider, "login": "victim", "fullname": "Intruded"}}, true
 	case "/api/provider/commands/send":
 		return []any{map[string]any{"ids": []int64{v.account}, "commands": []map[string]any{{"command": "restart"}}}}, true
+	case "/api/admin/rebuilds":
+		// Names no provider: superadmins only.
+		return []any{map[string]any{"target": "readmodel"}}, true
 	default:
 		return nil, false
 	}

@@ -4,6 +4,7 @@
 //	tvsm simulate   run virtual devices against a node
 //	tvsm demo       write a back-dated demo history into a fresh data directory
 //	tvsm bench      load scenarios (broadcast)
+//	tvsm rebuild    rebuild or check a projection inside a running node
 //	tvsm billing-check  check an operator billing against the billing models
 //	tvsm version    print the version
 //	tvsm help       print this usage
@@ -50,6 +51,7 @@ Usage:
   tvsm simulate [flags] run virtual devices against a node (tvsm simulate -h)
   tvsm demo --data DIR  write a back-dated demo history (tvsm demo -h)
   tvsm bench broadcast  measure a provider-wide message to many devices
+  tvsm rebuild readmodel|stats [--verify]  rebuild or check a projection in a running node (tvsm rebuild -h)
   tvsm billing-check URL  check an operator's billing system (tvsm billing-check -h)
   tvsm version          print the version and build information
   tvsm help [command]   print this text, or a command's flags
@@ -71,6 +73,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitCode("simulate", simulateCmd(ctx, rest, stdout, stderr), stderr)
 	case "demo":
 		return exitCode("demo", demoCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
+	case "rebuild":
+		return exitCode("rebuild", rebuildCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
 	case "esdb-double":
 		return exitCode("esdb-double", esdbDoubleCmd(ctx, rest, stderr), stderr)
 	case "billing-check":

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,4 +157,29 @@ func openEmbeddedFacts(t *testing.T, dir string) *statsembedded.Store {
 	}
 	t.Cleanup(func() { facts.Close() })
 	return facts
+}
+
+// verifyLive runs `tvsm rebuild TARGET --verify`, the binary as operators
+// run it (its own process), against the running node of r for the read
+// model and the statistics: each must report no difference and exit 0.
+func (r *faultRun) verifyLive() {
+	r.t.Helper()
+	for _, target := range []string{"readmodel", "stats"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cmd := exec.CommandContext(ctx, os.Args[0], "rebuild", target, "--verify", "--url", "http://"+r.addr, "--user", "root")
+		cmd.Env = append(cleanEnv(), runMainEnv+"=1", "TVSM_ADMIN_PASSWORD="+faultPassword)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		var exit *exec.ExitError
+		switch {
+		case errors.As(err, &exit):
+			r.t.Errorf("tvsm rebuild %s --verify on the live node exited %d:\n%s", target, exit.ExitCode(), out)
+		case err != nil:
+			r.t.Errorf("tvsm rebuild %s --verify: %v\n%s", target, err, out)
+		case !strings.Contains(string(out), "no difference"):
+			r.t.Errorf("tvsm rebuild %s --verify on the live node exited 0 without saying so:\n%s", target, out)
+		default:
+			r.t.Logf("tvsm rebuild %s --verify on the live node:\n%s", target, out)
+		}
+	}
 }

@@ -107,6 +107,8 @@ type change struct {
 // Data that does not decode as its registered type is an error: the runner
 // logs it and retries, and the model stays at the event before it.
 func (m *Model) Apply(ctx context.Context, events iter.Seq[*projections.Event], _ projections.Mode) error {
+	m.hold.Lock()
+	defer m.hold.Unlock()
 	applied := 0
 	for ev := range events {
 		if applied++; applied%1024 == 0 {

@@ -20,6 +20,7 @@ func Answers(m *Model) (out []any, err error) {
 		return v
 	}
 	st := m.Stats()
+	st.Skipped = 0 // an operational counter (redeliveries count again), not state
 	add("stats", st)
 	accounts := must(m.ListAccounts(AccountQuery{Scope: AllProviders})).(List[Account]).Slice()
 	add("accounts", accounts)

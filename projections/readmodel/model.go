@@ -27,6 +27,8 @@ type Model struct {
 	reg *domain.Registry
 	ev  evolvers
 
+	// hold is held by Apply for a whole batch, and by Hold.
+	hold    sync.Mutex
 	mu      sync.RWMutex
 	st      *state
 	skipped uint64 // guarded by mu

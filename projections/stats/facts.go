@@ -157,3 +157,19 @@ func AllSubscriptionDays(ctx context.Context, f FactStore, r Range) ([]Subscript
 	})
 	return out, err
 }
+
+// Replacer is a FactStore whose facts a rebuild can replace while it
+// serves: the rebuild opens an empty store beside it (Beside), fills that
+// one from the log, and Replace puts the new facts in place of the old
+// ones, which are dropped. Reads and writes wait while Replace runs.
+type Replacer interface {
+	FactStore
+	// Beside opens an empty store of the same kind beside this one (what
+	// an earlier rebuild left there is dropped first).
+	Beside(ctx context.Context) (FactStore, error)
+	// Replace makes the facts of beside, a store Beside returned, this
+	// store's, drops the old ones, and closes beside.
+	Replace(ctx context.Context, beside FactStore) error
+	// Discard closes beside, a store Beside returned, and drops its facts.
+	Discard(beside FactStore) error
+}

@@ -27,6 +27,11 @@ func (p *Projector) WriteSnapshot(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.writeSnapshot(ctx)
+}
+
+// writeSnapshot is WriteSnapshot with p.mu held.
+func (p *Projector) writeSnapshot(ctx context.Context) error {
 	if !p.applied.After(p.snapPos) {
 		return nil
 	}

@@ -29,6 +29,7 @@ import (
 	"tvsm/internal/platform/throttle"
 	"tvsm/internal/testkit/apicheck"
 	"tvsm/internal/wiring/node"
+	"tvsm/projections"
 	"tvsm/projections/stats"
 	"tvsm/wsgateway"
 )
@@ -264,5 +265,25 @@ func (e *Env) WaitApplied(t testing.TB, pos eventstore.Position) {
 	defer cancel()
 	if err := e.Node.Runner.Progress().Wait(ctx, pos); err != nil {
 		t.Fatalf("nodetest: read model did not apply %v: %v", pos, err)
+	}
+}
+
+// CorruptAccount makes the node's live read model show account id under
+// another full name, by applying an event that is not in the log (what a
+// bug of the projection would leave behind): a check of the read model
+// reports it, and a rebuild repairs it.
+func (e *Env) CorruptAccount(t testing.TB, id int64, fullname string) {
+	t.Helper()
+	stream := domain.AccountStream(id)
+	ref, _ := domain.ParseStream(stream)
+	now := time.Now().UTC()
+	ev := &projections.Event{
+		RecordedEvent: &eventstore.RecordedEvent{Stream: stream, Type: domain.AccountUpdatedType, Revision: 1 << 20,
+			Position: e.Node.Model.Position(), Created: now},
+		StreamRef: ref, Payload: domain.AccountUpdated{AccountID: id, Fullname: domain.Some(fullname)}, OccurredAt: now,
+	}
+	err := e.Node.Model.Apply(context.Background(), func(yield func(*projections.Event) bool) { yield(ev) }, projections.Live)
+	if err != nil {
+		t.Fatalf("nodetest: corrupt account %d: %v", id, err)
 	}
 }

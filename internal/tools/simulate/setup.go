@@ -146,10 +146,25 @@ func (s *Sim) ensureAccount(ctx context.Context, n int) error {
 	return nil
 }
 
-// adminCall sends a request with the admin's Basic credentials and
-// decodes a 200 answer into out (when not nil); any other answer is a
-// *ServerError with the cause the node gave.
+// adminCall sends a request with the admin's Basic credentials
+// (AdminClient.Call).
 func (s *Sim) adminCall(ctx context.Context, method, path string, body any, out any) error {
+	c := AdminClient{URL: s.opts.URL, User: s.opts.AdminUser, Password: s.opts.AdminPassword, HTTP: s.http}
+	return c.Call(ctx, method, path, body, out)
+}
+
+// AdminClient calls a node's Admin and Provider APIs with an admin's
+// Basic credentials.
+type AdminClient struct {
+	// URL is the node's base URL, e.g. http://127.0.0.1:8080.
+	URL, User, Password string
+	HTTP                *http.Client
+}
+
+// Call sends body (when not nil) as JSON to path and decodes a 2xx answer
+// into out (when not nil); any other answer is a *ServerError with the
+// cause the node gave.
+func (c AdminClient) Call(ctx context.Context, method, path string, body any, out any) error {
 	var rd io.Reader
 	if body != nil {
 		data, err := json.Marshal(body)
@@ -158,16 +173,16 @@ func (s *Sim) adminCall(ctx context.Context, method, path string, body any, out 
 		}
 		rd = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, s.opts.URL+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.URL+path, rd)
 	if err != nil {
 		return err
 	}
-	req.SetBasicAuth(s.opts.AdminUser, s.opts.AdminPassword)
+	req.SetBasicAuth(c.User, c.Password)
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := s.http.Do(req)
+	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return err
 	}
@@ -176,7 +191,7 @@ func (s *Sim) adminCall(ctx context.Context, method, path string, body any, out 
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("%s %s: %w", method, path, serverError(resp.StatusCode, data))
 	}
 	if out != nil {

@@ -151,8 +151,13 @@ type Node struct {
 	// GeneratedPassword is the superadmin password Start generated, if any.
 	GeneratedPassword string
 
+	// Rebuilds runs rebuilds and checks of the read model and the
+	// statistics (POST /api/admin/rebuilds).
+	Rebuilds *Rebuilds
+
 	backend  eventstore.Store // the store as given, with all its abilities
 	log      *slog.Logger
+	dataDir  string
 	snapPath string
 	snapMu   sync.Mutex
 	snapPos  eventstore.Position // position of the last snapshot written or loaded
@@ -160,6 +165,9 @@ type Node struct {
 
 	journal *billing.Journal
 	billing *httpapi.BillingOptions
+
+	statsProjector *stats.Projector
+	statsFacts     stats.FactStore
 }
 
 // Start builds a node on store and returns once its read model has caught
@@ -206,7 +214,7 @@ func newNode(store eventstore.Store, opts Options) (*Node, Options, error) {
 		return nil, opts, fmt.Errorf("node: %w", err)
 	}
 	registerGroupCommitMetrics(opts.Metrics, store)
-	return &Node{Store: metered(store, opts.Metrics), backend: store, log: opts.Logger,
+	return &Node{Store: metered(store, opts.Metrics), backend: store, log: opts.Logger, dataDir: opts.DataDir,
 		snapPath: filepath.Join(opts.DataDir, "readmodel.snapshot")}, opts, nil
 }
 
@@ -228,6 +236,7 @@ func (n *Node) steps() []step {
 		{"admin bootstrap", n.bootstrapAdmin},
 		{"statistics", n.startStats},
 		{"billing proxy", n.startBilling},
+		{"rebuilds", n.startRebuilds},
 		{"command gateway", n.startGateway},
 		{"http", n.buildHTTP},
 		{"snapshot schedule", n.scheduleSnapshots},
@@ -390,6 +399,7 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 		DeviceLogins:      deviceLogins,
 		Billing:           n.billing,
 		ProfilerElsewhere: opts.OpsListener,
+		Rebuilds:          n.Rebuilds,
 	})
 	return httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.BasicAuth(n.Auth))
 }

@@ -59,6 +59,7 @@ func (n *Node) startStats(ctx context.Context, opts Options) error {
 	n.cleanup.push(sched.Stop)
 	n.cleanup.push(goUntilStopped(ctx, func(ctx context.Context) { _ = runner.Run(ctx) }))
 	n.StatsRunner, n.StatsScheduler = runner, sched
+	n.statsProjector, n.statsFacts = proj, facts
 	registerStatsMetrics(opts.Metrics, proj, opts.EndOfDay)
 	n.Stats = query.NewStatistics(facts, query.ReadModelCatalog{Model: n.Model}, proj)
 	return nil

@@ -59,6 +59,9 @@ func TestMain(m *testing.M) {
 	if e2eLog.cleanup != nil {
 		e2eLog.cleanup()
 	}
+	if benchHistory.dir != "" {
+		os.RemoveAll(benchHistory.dir)
+	}
 	os.Exit(code)
 }
 
@@ -306,7 +309,7 @@ func e2eViewingAppends(d time.Time) []e2eAppend {
 }
 
 // e2eFacts opens a fresh database db on the shared ClickHouse server.
-func e2eFacts(b *testing.B, db string) (*clickhouse.Store, driver.Conn) {
+func e2eFacts(b testing.TB, db string) (*clickhouse.Store, driver.Conn) {
 	b.Helper()
 	target := chtest.Shared(b)
 	opts, err := ch.ParseDSN(target.URL("default"))

@@ -10,3 +10,7 @@ import (
 func TestConformance(t *testing.T) {
 	statstest.Run(t, func(t *testing.T) stats.FactStore { return newStore(t) })
 }
+
+func TestReplacer(t *testing.T) {
+	statstest.RunReplacer(t, func(t *testing.T) stats.Replacer { return newStore(t) })
+}

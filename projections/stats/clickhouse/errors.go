@@ -24,8 +24,10 @@ var retryPauses = []time.Duration{200 * time.Millisecond}
 
 // busyCodes are server exceptions that say "not now" rather than "wrong":
 // TIMEOUT_EXCEEDED, SOCKET_TIMEOUT, NETWORK_ERROR, TOO_MANY_SIMULTANEOUS_QUERIES,
-// TOO_MANY_PARTS, and ABORTED (server shutting down).
-var busyCodes = []int32{159, 209, 210, 202, 252, 236}
+// TOO_MANY_PARTS, ABORTED (server shutting down), and UNKNOWN_TABLE: a
+// rebuild on another node swaps the tables (Replace), which takes a few
+// renames during which a table is missing.
+var busyCodes = []int32{159, 209, 210, 202, 252, 236, 60}
 
 // unreachable reports whether err says the server could not be reached or
 // could not serve now.
@@ -63,7 +65,9 @@ func (s *Store) retry(ctx context.Context, opName string, op func(context.Contex
 		ctx = ch.Context(ctx, ch.WithSettings(s.settings))
 	}
 	for attempt := 0; ; attempt++ {
+		s.swap.RLock()
 		err := op(ctx)
+		s.swap.RUnlock()
 		if err == nil {
 			return nil
 		}

@@ -38,7 +38,11 @@ const defaultDialTimeout = 5 * time.Second
 // Store is the ClickHouse fact store. Safe for concurrent use.
 type Store struct {
 	conn driver.Conn
+	opts *ch.Options
 	db   string // validated database name, used in qualified table names
+	// swap is held shared by every operation and exclusively by Replace,
+	// which renames the tables under them.
+	swap sync.RWMutex
 	// settings go with every query: async_insert=0 where the server knows
 	// the setting (18.16 does not and would reject it).
 	settings ch.Settings
@@ -52,7 +56,7 @@ type Store struct {
 	closed    atomic.Bool
 }
 
-var _ stats.FactStore = (*Store)(nil)
+var _ stats.Replacer = (*Store)(nil)
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
@@ -68,11 +72,16 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	return open(ctx, opts, db)
+}
+
+// open connects with opts to database db, creating and migrating it.
+func open(ctx context.Context, opts *ch.Options, db string) (*Store, error) {
 	conn, err := ch.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("stats: clickhouse: %w", err)
 	}
-	s := &Store{conn: conn, db: db, seen: make(map[classKey]stats.Day)}
+	s := &Store{conn: conn, opts: opts, db: db, seen: make(map[classKey]stats.Day)}
 	if err := s.start(ctx); err != nil {
 		conn.Close()
 		return nil, err

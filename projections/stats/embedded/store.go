@@ -37,17 +37,19 @@ type Options struct {
 
 // Store is the embedded fact store. Safe for concurrent use.
 type Store struct {
-	db *pebble.DB
+	dir  string
+	opts Options
+	db   *pebble.DB
 	// mu serialises the read-modify-write upserts (subscription rows, class
 	// first seen); plain fact writes and reads need no lock of their own.
 	mu sync.Mutex
-	// life is held shared by every operation and exclusively by Close, so
-	// the database is never closed under one.
+	// life is held shared by every operation and exclusively by Close and
+	// Replace, so the database is never closed under one.
 	life   sync.RWMutex
 	closed bool
 }
 
-var _ stats.FactStore = (*Store)(nil)
+var _ stats.Replacer = (*Store)(nil)
 
 // Open opens (creating if needed) the store in dir.
 func Open(dir string, opts Options) (*Store, error) {
@@ -57,6 +59,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = 32 << 20
 	}
+	db, err := openDB(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{dir: dir, opts: opts, db: db}, nil
+}
+
+// openDB opens the database in dir and checks its format.
+func openDB(dir string, opts Options) (*pebble.DB, error) {
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
 	popts := &pebble.Options{
@@ -76,7 +87,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("embedded stats: open %s: %w", dir, err)
 	}
-	return &Store{db: db}, nil
+	return db, nil
 }
 
 func checkFormat(db *pebble.DB) error {

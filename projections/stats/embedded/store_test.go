@@ -54,3 +54,7 @@ func TestReopen(t *testing.T) {
 		t.Errorf("ActiveAccounts after reopening: %v, %v; want [5]", active, err)
 	}
 }
+
+func TestReplacer(t *testing.T) {
+	statstest.RunReplacer(t, func(t *testing.T) stats.Replacer { return open(t, t.TempDir()+"/stats") })
+}
