@@ -142,6 +142,9 @@ func NewRunner(store eventstore.Store, reg *domain.Registry, h Handler, cp Check
 // for read-your-writes. It starts at the loaded checkpoint.
 func (r *Runner) Progress() *Progress { return &r.progress }
 
+// Filter is the filter of the runner's handler: the events it applies.
+func (r *Runner) Filter() eventstore.Filter { return r.h.Filter() }
+
 // Stats returns a snapshot of the runner's counters.
 func (r *Runner) Stats() Stats {
 	r.mu.Lock()

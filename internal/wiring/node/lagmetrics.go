@@ -20,10 +20,11 @@ const lagCacheFor = time.Second
 
 var (
 	lagEventsDesc = prometheus.NewDesc("tvsm_projection_lag_events",
-		"Events of the log after the position a projection has applied, up to the log's head (all events, "+
-			"those the projection skips included; on EventStoreDB counted up to 10000).", []string{"projection"}, nil)
+		"Events of the log after the position a projection has applied, up to the log's head, when one of them is "+
+			"one it applies, else 0 (on the embedded store all such events, those it skips included; on EventStoreDB "+
+			"those it applies, counted up to 10000).", []string{"projection"}, nil)
 	lagSecondsDesc = prometheus.NewDesc("tvsm_projection_lag_seconds",
-		"Age of the oldest event of the log a projection has not applied yet; 0 when it is at the head.", []string{"projection"}, nil)
+		"Age of the oldest event a projection applies and has not applied yet; 0 when there is none.", []string{"projection"}, nil)
 )
 
 // lagCollector measures, when scraped, how far each projection is behind
@@ -39,10 +40,12 @@ type lagCollector struct {
 	samples  []lagSample
 }
 
-// appliedPosition is where a projection, by name, has applied the log.
+// appliedPosition is where a projection, by name, has applied the log,
+// and which events it applies.
 type appliedPosition struct {
 	name     string
 	position func() eventstore.Position
+	filter   eventstore.Filter
 }
 
 type lagSample struct {
@@ -94,7 +97,7 @@ func (c *lagCollector) measure() []lagSample {
 		s := lagSample{name: p.name}
 		applied := p.position()
 		if head.After(applied) {
-			events, oldest, err := c.behind(ctx, applied, head)
+			events, oldest, err := c.behind(ctx, applied, head, p.filter)
 			if err != nil {
 				return nil
 			}
@@ -109,10 +112,14 @@ func (c *lagCollector) measure() []lagSample {
 	return samples
 }
 
-// behind counts the events after applied up to head and returns when the
-// first of them was recorded.
-func (c *lagCollector) behind(ctx context.Context, applied, head eventstore.Position) (events uint64, oldest time.Time, err error) {
-	sub, err := c.store.SubscribeAll(ctx, applied, eventstore.Filter{})
+// behind counts the events after applied up to head that pass filter and
+// returns when the first of them was recorded; on a store with sequential
+// positions, once there is one, the count is of all events up to head.
+// Events a projection skips are not a lag: a filtered subscription's
+// position may stay behind them for a while (EventStoreDB sends
+// checkpoints only every so many events).
+func (c *lagCollector) behind(ctx context.Context, applied, head eventstore.Position, filter eventstore.Filter) (events uint64, oldest time.Time, err error) {
+	sub, err := c.store.SubscribeAll(ctx, applied, filter)
 	if err != nil {
 		return 0, time.Time{}, err
 	}

@@ -20,7 +20,8 @@ type sparse struct {
 // none, 10 and all of them, when scraped, then the lag in events is 30, 20
 // and 0, its age is the time since the first unapplied event was recorded
 // (0 at the head), on a store with sequential positions and on one whose
-// events must be counted.
+// events must be counted; a projection whose filter passes none of the
+// events after its position has no lag.
 func TestProjectionLag(t *testing.T) {
 	mem := memory.New()
 	ctx := context.Background()
@@ -37,7 +38,11 @@ func TestProjectionLag(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := func(p eventstore.Position) func() eventstore.Position { return func() eventstore.Position { return p } }
-	applied := []appliedPosition{{"none", at(eventstore.Beginning)}, {"ten", at(positions[9])}, {"all", at(positions[29])}}
+	// "skipper" applies only account-a's events and has applied the last
+	// of them: the four events after it are not its lag.
+	all := eventstore.Filter{}
+	applied := []appliedPosition{{"none", at(eventstore.Beginning), all}, {"ten", at(positions[9]), all}, {"all", at(positions[29]), all},
+		{"skipper", at(positions[25]), eventstore.Filter{StreamPrefixes: []string{"account-a"}}}}
 	now := time.Now().Add(time.Minute)
 	for name, store := range map[string]eventstore.Store{"sequential": mem, "counted": sparse{mem, mem}} {
 		c := newLagCollector(store, applied, func() time.Time { return now })
@@ -59,6 +64,9 @@ func TestProjectionLag(t *testing.T) {
 		if got["all"].seconds != 0 {
 			t.Errorf("%s: lag seconds at the head %v, want 0", name, got["all"].seconds)
 		}
+		if s := got["skipper"]; s.events != 0 || s.seconds != 0 {
+			t.Errorf("%s: lag of a projection past its last event %+v, want 0", name, s)
+		}
 	}
 }
 
@@ -76,7 +84,7 @@ func TestProjectionLagCountCapped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := newLagCollector(sparse{mem, mem}, []appliedPosition{{"none", func() eventstore.Position { return eventstore.Beginning }}}, time.Now)
+	c := newLagCollector(sparse{mem, mem}, []appliedPosition{{"none", func() eventstore.Position { return eventstore.Beginning }, eventstore.Filter{}}}, time.Now)
 	s := c.measure()
 	if len(s) != 1 || s[0].events != lagCountCap {
 		t.Fatalf("lag %+v, want counted up to %d", s, lagCountCap)

@@ -22,7 +22,7 @@ func registerProjectionMetrics(reg prometheus.Registerer, store eventstore.Store
 	var applied []appliedPosition
 	for _, name := range slices.Sorted(maps.Keys(runners)) {
 		position := runners[name].Progress().Position
-		applied = append(applied, appliedPosition{name, position})
+		applied = append(applied, appliedPosition{name, position, runners[name].Filter()})
 		metrics.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tvsm_projection_position", ConstLabels: prometheus.Labels{"projection": name},
 			Help: "Commit position of the log up to which a projection has applied events.",
