@@ -54,6 +54,7 @@ type group struct {
 	buf     []byte                     // record encoding buffer (the committer's, reused: pebble copies what it is given)
 	tail    []eventstore.RecordedEvent // the staged events, for the tail once durable
 	index   *indexWrites               // the staged index keys, for the batch at apply (the committer's, reused)
+	partial bool                       // part of the group went to pebble without an fsync (see applyStaged)
 	applied bool                       // the batch went to pebble and awaits its fsync
 	err     error                      // why the batch could not be made durable
 }
@@ -69,12 +70,12 @@ type pendingReply struct {
 	err error
 }
 
-// commitLoop is the single writer. It blocks for one request, takes every
-// other request already waiting (up to MaxGroup), stages them into one batch
-// and applies it to pebble, then hands the group to syncLoop and goes on
-// with the next one while the first is fsynced: the staging of one group
-// overlaps the fsync of the one before, and pebble's WAL makes every batch
-// applied meanwhile durable with its next fsync.
+// commitLoop is the single writer. It blocks for one request, stages it and
+// every other request that arrives while commitHold keeps the group open (up
+// to MaxGroup) into one batch and applies it to pebble, then hands the group
+// to syncLoop and goes on with the next one while the first is fsynced: the
+// staging of one group overlaps the fsync of the one before, and pebble's
+// WAL makes every batch applied meanwhile durable with its next fsync.
 //
 // A group applied to pebble is visible to the committer's own checks at
 // once, so the next group is checked against it; readers see it only when
@@ -93,6 +94,8 @@ func (s *Store) commitLoop(last uint64) {
 	heads, ids := map[string]uint64{}, map[eventstore.EventID]staged{}
 	var lastReplies, lastEvents int
 	var buf []byte
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		var first *appendReq
 		select {
@@ -107,20 +110,83 @@ func (s *Store) commitLoop(last uint64) {
 		clear(ids)
 		g := &group{batch: s.db.NewBatch(), next: next, heads: heads, ids: ids, index: index, buf: buf[:0],
 			waiting: make([]pendingReply, 0, lastReplies), tail: make([]eventstore.RecordedEvent, 0, lastEvents)}
-		s.stage(g, first)
-	drain:
-		for len(g.waiting) < s.maxGrp {
-			select {
-			case r := <-s.reqs:
-				s.stage(g, r)
-			default:
-				break drain
-			}
-		}
+		s.take(g, first)
+		s.gather(g, timer)
 		lastReplies, lastEvents, buf = len(g.waiting), len(g.tail), g.buf
 		next = s.apply(g)
 		s.maintainRecent()
 	}
+}
+
+// gather takes requests into g for as long as commitHold keeps it open.
+func (s *Store) gather(g *group, timer *time.Timer) {
+	var idle time.Time // since when no fsync runs
+	for len(g.waiting) < s.maxGrp {
+		select {
+		case r := <-s.reqs:
+			s.take(g, r)
+			continue
+		default:
+		}
+		syncing := s.unsynced.Load() > 0
+		if !syncing && idle.IsZero() {
+			idle = time.Now() // stays so: only the committer applies groups
+		}
+		hold, deadline := s.hold.hold(len(g.waiting), syncing, idle, s.fsyncTime())
+		if !hold {
+			return
+		}
+		s.applyStaged(g)
+		var ranOut <-chan time.Time
+		if !deadline.IsZero() {
+			timer.Reset(time.Until(deadline))
+			ranOut = timer.C
+		}
+		select {
+		case r := <-s.reqs:
+			s.take(g, r)
+		case <-s.settled:
+		case <-ranOut:
+			s.hold.ranOut(len(g.waiting))
+			return
+		case <-s.closing:
+			return
+		}
+		timer.Stop()
+	}
+}
+
+// fsyncTime is how long an fsync of the WAL takes.
+func (s *Store) fsyncTime() time.Duration {
+	if s.assumedFsync != 0 {
+		return s.assumedFsync
+	}
+	return s.wal.duration()
+}
+
+// take stages r into g and counts it in flight.
+func (s *Store) take(g *group, r *appendReq) {
+	s.hold.arrived(int(s.inFlight.Add(1)))
+	s.stage(g, r)
+}
+
+// applyStaged writes what g has staged since its last apply to pebble
+// without an fsync, so that its memtable inserts are done while the group
+// waits for others rather than once it is closed, in the way of its fsync.
+// The group's last batch, applied with an fsync, makes these durable too:
+// pebble's WAL is one sequence, and a WAL file it moves past is fsynced and
+// closed before anything is written after it.
+func (s *Store) applyStaged(g *group) {
+	g.index.writeTo(g.batch)
+	if g.batch.Empty() || g.err != nil {
+		return
+	}
+	if err := s.db.Apply(g.batch, pebble.NoSync); err != nil {
+		g.err = s.markBroken(err)
+		return
+	}
+	g.batch.Reset()
+	g.partial = true
 }
 
 // apply writes the group's batch to pebble without waiting for its fsync
@@ -128,7 +194,12 @@ func (s *Store) commitLoop(last uint64) {
 // free position.
 func (s *Store) apply(g *group) uint64 {
 	g.index.writeTo(g.batch)
-	if !g.batch.Empty() {
+	if g.partial && g.batch.Empty() && g.err == nil {
+		// Everything went to pebble in parts: a record of the WAL alone
+		// asks for their fsync.
+		_ = g.batch.LogData(nil, nil)
+	}
+	if !g.batch.Empty() && g.err == nil {
 		if err := s.db.ApplyNoSyncWait(g.batch, pebble.Sync); err != nil {
 			// Broken at once, so that the committer stages nothing more
 			// behind a batch that is not in pebble.
@@ -136,7 +207,7 @@ func (s *Store) apply(g *group) uint64 {
 		}
 		g.applied = g.err == nil
 	}
-	s.delay.applied(len(g.waiting))
+	s.unsynced.Add(1)
 	s.applied <- g
 	// Positions staged in a failed batch may or may not be on disk; the
 	// store refuses appends from then on, so they are never used again.
@@ -152,7 +223,6 @@ func (s *Store) syncLoop(done chan<- struct{}) {
 	defer close(done)
 	for g := range s.applied {
 		s.settle(g)
-		s.delay.answered(len(g.waiting))
 	}
 }
 
@@ -160,6 +230,14 @@ func (s *Store) settle(g *group) {
 	defer g.batch.Close()
 	if g.applied {
 		g.err = g.batch.SyncWait()
+	}
+	// Taken off before the replies, so that an appender that comes back at
+	// once is not counted twice.
+	s.inFlight.Add(-int64(len(g.waiting)))
+	s.unsynced.Add(-1)
+	select {
+	case s.settled <- struct{}{}:
+	default:
 	}
 	if g.err == nil {
 		if errp := s.broken.Load(); errp != nil {
