@@ -119,27 +119,35 @@ func (s *Store) commitLoop(last uint64) {
 }
 
 // gather takes requests into g for as long as commitHold keeps it open.
+// Requests already waiting join it even when it has all it expected, but
+// not once its hold has run out: while appends arrive faster than the
+// committer stages them, that is what starts the next fsync.
 func (s *Store) gather(g *group, timer *time.Timer) {
 	var idle time.Time // since when no fsync runs
 	for len(g.waiting) < s.maxGrp {
+		syncing := s.unsynced.Load() > 0
+		now := time.Now()
+		if !syncing && idle.IsZero() {
+			idle = now // stays so: only the committer applies groups
+		}
+		hold, deadline := s.hold.hold(len(g.waiting), syncing, idle, s.fsyncTime())
+		if hold && !deadline.IsZero() && !now.Before(deadline) {
+			s.hold.ranOut(len(g.waiting))
+			return
+		}
 		select {
 		case r := <-s.reqs:
 			s.take(g, r)
 			continue
 		default:
 		}
-		syncing := s.unsynced.Load() > 0
-		if !syncing && idle.IsZero() {
-			idle = time.Now() // stays so: only the committer applies groups
-		}
-		hold, deadline := s.hold.hold(len(g.waiting), syncing, idle, s.fsyncTime())
 		if !hold {
 			return
 		}
 		s.applyStaged(g)
 		var ranOut <-chan time.Time
 		if !deadline.IsZero() {
-			timer.Reset(time.Until(deadline))
+			timer.Reset(deadline.Sub(now))
 			ranOut = timer.C
 		}
 		select {
