@@ -71,10 +71,13 @@ type Options struct {
 // eventstore.MultiAppender and eventstore.HeadReader. Safe for concurrent
 // use.
 type Store struct {
-	db      *pebble.DB
-	log     *slog.Logger
-	clock   func() time.Time
-	maxGrp  int
+	db     *pebble.DB
+	log    *slog.Logger
+	clock  func() time.Time
+	maxGrp int
+	// reqs queues requests for the committer, up to a group's worth, so
+	// that an appender hands its request over without waiting for the
+	// committer to finish staging the one before.
 	reqs    chan *appendReq
 	applied chan *group // from commitLoop to syncLoop
 	closing chan struct{}
@@ -160,7 +163,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		log:          opts.Logger,
 		clock:        opts.Clock,
 		maxGrp:       opts.MaxGroup,
-		reqs:         make(chan *appendReq),
+		reqs:         make(chan *appendReq, opts.MaxGroup),
 		applied:      make(chan *group, appliedGroups),
 		closing:      make(chan struct{}),
 		done:         make(chan struct{}),
@@ -283,14 +286,24 @@ func (s *Store) send(ctx context.Context, req *appendReq) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// Once the committer has the request the outcome is decided by it; a
-	// caller that stops waiting gets ctx.Err() and an unknown outcome, which a
-	// retry with the same event IDs resolves.
+	// Once the request is queued the outcome is decided by the committer
+	// (which skips a request whose context has ended); a caller that stops
+	// waiting gets ctx.Err() and an unknown outcome, which a retry with the
+	// same event IDs resolves.
 	select {
 	case err := <-req.done:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-s.done:
+		// The committer answers every request it took before it exits;
+		// one left in the queue was never taken.
+		select {
+		case err := <-req.done:
+			return err
+		default:
+			return eventstore.ErrClosed
+		}
 	}
 }
 
