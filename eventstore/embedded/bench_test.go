@@ -108,7 +108,7 @@ func appendInterleaved(b *testing.B, s *embedded.Store, dir string, appenders in
 	raw := testutil.NewRawFsync(b, dir)
 	raw.Run(b, sliceTime/10)
 	var elapsed, cpu time.Duration
-	fsyncs := s.Fsyncs()
+	fsyncs, walFsyncs, walTime := s.Fsyncs(), s.WALFsyncs(), s.WALFsyncTime()
 	slice := appenders
 	b.ResetTimer()
 	for done := 0; done < b.N; {
@@ -130,6 +130,9 @@ func appendInterleaved(b *testing.B, s *embedded.Store, dir string, appenders in
 	b.ReportMetric(raw.Rate(), "raw-fsyncs/s")
 	b.ReportMetric(rate/raw.Rate(), "appends/raw-fsync")
 	b.ReportMetric(float64(b.N)/float64(max(s.Fsyncs()-fsyncs, 1)), "appends/fsync")
+	walFsyncs = s.WALFsyncs() - walFsyncs
+	b.ReportMetric(float64((s.WALFsyncTime()-walTime).Microseconds())/float64(max(walFsyncs, 1)), "wal-fsync-µs")
+	b.ReportMetric(1e6/raw.Rate(), "raw-fsync-µs")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/append")
 }
 

@@ -108,6 +108,9 @@ func ReadFormatMarker(dir string) (uint64, error) {
 // WALFsyncs is how many fsyncs of its WAL pebble has made since Open.
 func (s *Store) WALFsyncs() uint64 { return s.wal.count.Load() }
 
+// WALFsyncTime is how long the WAL's fsyncs since Open took together.
+func (s *Store) WALFsyncTime() time.Duration { return time.Duration(s.wal.totalNs.Load()) }
+
 // InFlight is how many appends the committer has taken and not yet
 // answered.
 func (s *Store) InFlight() int64 { return s.inFlight.Load() }

@@ -21,12 +21,14 @@ type syncFS struct {
 // walSyncs counts the WAL's fsyncs and keeps their typical duration: a
 // moving average over about the last eight.
 type walSyncs struct {
-	count atomic.Uint64
-	avgNs atomic.Int64
+	count   atomic.Uint64
+	avgNs   atomic.Int64
+	totalNs atomic.Int64 // of every successful one
 }
 
 // observe takes the duration of a successful fsync into the average.
 func (w *walSyncs) observe(d time.Duration) {
+	w.totalNs.Add(int64(d))
 	avg := w.avgNs.Load()
 	if avg == 0 {
 		avg = int64(d)
