@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # Extra arguments for `make run`, e.g. make run ARGS='--http :9090 --log-level debug'.
 ARGS     ?=
 
-.PHONY: all run build test bench bench-writes bench-broadcast lint fuzz clean
+.PHONY: all run build test faults compat bench bench-writes bench-broadcast lint fuzz clean console console-check screenshots
 
 all: lint build test
 
@@ -25,6 +25,28 @@ build:
 test:
 	$(GO) test -race -count=1 ./...
 
+# How many times make faults kills the node (SIGKILL) under load.
+KILLS ?= 3
+
+## faults: kill the node KILLS times under load, and ClickHouse under load; check nothing acknowledged is lost
+faults:
+	TVSM_FAULT_KILLS=$(KILLS) $(GO) test -count=1 -run '^TestFaults' -v -timeout 30m ./cmd/tvsm/
+
+# TVIP's Provider API SDK (a directory holding tmsproviderapisdk/), for
+# make compat; PYTHON runs it (it needs requests, pytz and pkg_resources).
+TVIP_SDK ?=
+PYTHON   ?= python3
+
+## compat: run TVIP's own Provider API SDK, unchanged, against a real node
+compat:
+	@if [ -z "$(TVIP_SDK)" ]; then \
+		echo "make compat runs TVIP's Provider API SDK against a tvsm node."; \
+		echo "Pass the SDK's directory: make compat TVIP_SDK=../shared/clients/tmsproviderapisdk"; \
+		exit 0; \
+	fi; \
+	TVIP_SDK="$(abspath $(TVIP_SDK))" PYTHON="$(PYTHON)" \
+		$(GO) test -count=1 -tags tvipcompat -run TestTVIPSDK -v ./internal/testkit/tvipcompat/
+
 ## bench: run every Go benchmark (no tests), then the websocket load tool
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 90m ./...
@@ -35,19 +57,25 @@ bench-writes:
 	$(GO) test -run '^$$' -bench 'Append$$' -benchtime 2s -count 3 ./eventstore/embedded/
 	$(GO) test -run '^$$' -bench WriteCurve -benchtime 10000x -count 3 -timeout 30m ./internal/wiring/node/
 
-# Devices and client processes of bench-broadcast.
-DEVICES ?= 10000
-PROCS   ?= 4
+# Devices, client processes and nodes of bench-broadcast (NODES > 1: on the
+# EventStoreDB protocol double), and devices a second starting to connect
+# (0: 2,000 per client process). The 100,000-device figure is DEVICES=100000
+# PROCS=12 NODES=6 CONNECT_RATE=500.
+DEVICES      ?= 10000
+PROCS        ?= 4
+NODES        ?= 1
+CONNECT_RATE ?= 0
 
-## bench-broadcast: a user_message to a provider with DEVICES connected devices in PROCS client processes
+## bench-broadcast: a user_message to a provider with DEVICES connected devices in PROCS client processes on NODES nodes
 bench-broadcast: build
-	./bin/tvsm bench broadcast --devices $(DEVICES) --procs $(PROCS)
+	./bin/tvsm bench broadcast --devices $(DEVICES) --procs $(PROCS) --nodes $(NODES) --connect-rate $(CONNECT_RATE) --timeout 60m
 
 ## lint: fail on unformatted files, then go vet
 lint:
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags tvipcompat ./internal/testkit/tvipcompat/
 
 ## fuzz: run each fuzz target for FUZZTIME (go test -fuzz takes one target at a time)
 fuzz:
@@ -58,6 +86,25 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) "$$dir"; \
 		done; \
 	done
+
+## console: rebuild the admin console (web/console) into httpapi/console/dist; needs Node.js and npm
+console:
+	cd web/console && npm ci --no-audit --no-fund && npm run build
+
+## console-check: fail when the committed console build differs from a fresh build of its sources
+console-check: console
+	@git diff --exit-code --stat -- httpapi/console/dist || \
+		{ echo "httpapi/console/dist is not the build of web/console: run make console and commit it"; exit 1; }
+	@untracked="$$(git ls-files --others --exclude-standard -- httpapi/console/dist)"; \
+	if [ -n "$$untracked" ]; then echo "new files in httpapi/console/dist: run make console and commit them:"; echo "$$untracked"; exit 1; fi
+
+## screenshots: refresh the console's screenshots in docs/console (headless Chromium)
+screenshots:
+	rm -rf $(CURDIR)/bin/screenshots
+	TVSM_REQUIRE_CHROMIUM=1 TVSM_SCREENSHOT_DIR=$(CURDIR)/bin/screenshots \
+		$(GO) test -count=1 -run 'TestConsole' ./httpapi/console/
+	mkdir -p docs/console
+	cp bin/screenshots/demo-*.png bin/screenshots/receipts.png docs/console/
 
 ## clean: remove build output (./data is left alone: it is the service's state)
 clean:

@@ -26,7 +26,7 @@ var layers = []struct {
 	name     string
 	patterns []string
 }{
-	{"domain and platform leaves", []string{"domain/...", "internal/platform/logging/...", "internal/platform/indexheap/..."}},
+	{"domain and platform leaves", []string{"domain/...", "internal/platform/logging/...", "internal/platform/indexheap/...", "internal/platform/supervise/..."}},
 	{"platform", []string{"internal/platform/..."}},
 	{"event store port", []string{"eventstore"}},
 	{"event store backends and recording", []string{"eventstore/record/...", "eventstore/embedded/...", "eventstore/memory/...", "eventstore/esdb/...", "eventstore/storetest/..."}},

@@ -25,7 +25,7 @@ type Account struct {
 	ContractInfo      *string
 	MainAddress       *string
 	AccountDesc       *string
-	RegionTag         *string
+	RegionTag         *int64 // a region's id
 	// DevicesPerAccountLimit overrides the provider's limit; nil defers to
 	// it.
 	DevicesPerAccountLimit *int
@@ -40,11 +40,19 @@ type Account struct {
 // Subscription is an account's subscription to a tariff over [Start, Stop).
 // A zero Stop means open-ended (null on the wire): a zero time is never a
 // valid stop, and the value form keeps the state free of pointers.
+//
+// Device is 0 for a subscription of the whole account, else the id of the
+// bound device it is for (TVIP's device subscriptions): it gives that
+// device, and no other, the tariff's services.
 type Subscription struct {
 	ID     int64
 	Tariff int64
 	Start  time.Time // UTC
 	Stop   time.Time // UTC; zero: open-ended
+	Device int64
+	// TimeShiftDepth is the archive depth the subscription gives, as the
+	// provider sets it (TVIP's time_shift_depth); nil when unset.
+	TimeShiftDepth *int
 }
 
 // Open reports whether the subscription has no stop date.
@@ -69,28 +77,37 @@ func (s Subscription) ActiveAt(now time.Time) bool {
 func (a Account) Exists() bool { return a.ID != 0 && !a.Deleted }
 
 // ServicesAvailable reports whether devices of the account get service at
-// now: the account is enabled and has an active subscription. A disabled
-// account, or one without an active subscription, still authorises its
-// devices; they show a no-services message.
-func (a Account) ServicesAvailable(now time.Time) bool {
+// now: the account is enabled and has an active subscription of its own. A
+// disabled account, or one without an active subscription, still
+// authorises its devices; they show a no-services message.
+func (a Account) ServicesAvailable(now time.Time) bool { return a.DeviceServicesAvailable(0, now) }
+
+// DeviceServicesAvailable is ServicesAvailable for one bound device: the
+// account's own subscriptions count, and so do the device's.
+func (a Account) DeviceServicesAvailable(device int64, now time.Time) bool {
 	if !a.Exists() || !a.Enabled {
 		return false
 	}
 	for _, s := range a.Subscriptions {
-		if s.ActiveAt(now) {
+		if s.ActiveAt(now) && (s.Device == 0 || s.Device == device) {
 			return true
 		}
 	}
 	return false
 }
 
-// ActiveTariffs returns the ids of the tariffs with a subscription active at
-// now, without repeats, in subscription order; nil when there are none. It
-// ignores Enabled: use ServicesAvailable to decide whether to serve them.
-func (a Account) ActiveTariffs(now time.Time) []int64 {
+// ActiveTariffs returns the ids of the tariffs with a subscription of the
+// account's own active at now, without repeats, in subscription order; nil
+// when there are none. It ignores Enabled: use ServicesAvailable to decide
+// whether to serve them.
+func (a Account) ActiveTariffs(now time.Time) []int64 { return a.DeviceActiveTariffs(0, now) }
+
+// DeviceActiveTariffs is ActiveTariffs for one bound device: the account's
+// subscriptions and the device's own.
+func (a Account) DeviceActiveTariffs(device int64, now time.Time) []int64 {
 	var ids []int64
 	for _, s := range a.Subscriptions {
-		if s.ActiveAt(now) && !slices.Contains(ids, s.Tariff) {
+		if s.ActiveAt(now) && (s.Device == 0 || s.Device == device) && !slices.Contains(ids, s.Tariff) {
 			ids = append(ids, s.Tariff)
 		}
 	}
@@ -122,7 +139,7 @@ func (a Account) DeviceLimit(providerLimit *int) *int {
 
 // AccountCommand is a command on an account: CreateAccount, UpdateAccount,
 // DeleteAccount, AddSubscription, UpdateSubscription, RemoveSubscription,
-// BindDevice or UnbindDevice.
+// BindDevice, ChangeDevice or UnbindDevice.
 type AccountCommand interface {
 	Stream() string
 	accountCommand()
@@ -157,6 +174,8 @@ func decideAccount(s Account, c AccountCommand, now time.Time) ([]Event, error) 
 		id = c.AccountID
 	case BindDevice:
 		id = c.AccountID
+	case ChangeDevice:
+		id = c.AccountID
 	case UnbindDevice:
 		id = c.AccountID
 	default:
@@ -181,6 +200,8 @@ func decideAccount(s Account, c AccountCommand, now time.Time) ([]Event, error) 
 		return removeSubscription(s, c)
 	case BindDevice:
 		return bindDevice(s, c)
+	case ChangeDevice:
+		return changeDevice(s, c)
 	case UnbindDevice:
 		return unbindDevice(s, c)
 	}
@@ -222,7 +243,7 @@ func evolveAccount(s Account, e Event) Account {
 		// keeps deleted accounts cheap in memory.
 		s.Deleted, s.Subscriptions, s.Devices = true, nil, nil
 	case SubscriptionAdded:
-		sub := Subscription{ID: e.SubscriptionID, Tariff: e.Tariff, Start: e.Start}
+		sub := Subscription{ID: e.SubscriptionID, Tariff: e.Tariff, Start: e.Start, Device: e.Device, TimeShiftDepth: e.TimeShiftDepth}
 		if e.Stop != nil {
 			sub.Stop = *e.Stop
 		}
@@ -236,14 +257,26 @@ func evolveAccount(s Account, e Event) Account {
 			if e.Stop.Present {
 				sub.Stop, _ = e.Stop.Get() // null reopens: zero Stop
 			}
+			applyNullable(&sub.TimeShiftDepth, e.TimeShiftDepth)
 		}
 	case SubscriptionRemoved:
 		if i := s.subscriptionIndex(e.SubscriptionID); i >= 0 {
 			s.Subscriptions = deleteCopy(s.Subscriptions, i)
 		}
 	case DeviceBound:
-		d := Device{ID: e.DeviceID, UniqueID: e.UniqueID, Class: e.Class.intern(), Model: e.Model}
+		d := Device{ID: e.DeviceID, UniqueID: e.UniqueID, Class: e.Class.intern(), Model: e.Model, DeviceFields: e.fields()}
 		s.Devices = appendCopy(s.Devices, d)
+	case DeviceChanged:
+		if i := s.deviceIndex(e.DeviceID); i >= 0 {
+			s.Devices = slices.Clone(s.Devices)
+			f := &s.Devices[i].DeviceFields
+			applyNullable(&f.MAC, e.MAC)
+			applyNullable(&f.RemoteCustomField, e.RemoteCustomField)
+			applyNullable(&f.Comment, e.Comment)
+			applyValue(&f.UseNAT, e.UseNAT)
+			applyNullable(&f.UdpxyAddr, e.UdpxyAddr)
+			applyNullable(&f.DeviceType, e.DeviceType)
+		}
 	case DeviceUnbound:
 		if i := s.deviceIndex(e.DeviceID); i >= 0 {
 			s.Devices = deleteCopy(s.Devices, i)

@@ -79,7 +79,7 @@ func BenchmarkAccountDecideNoOpUpdate(b *testing.B) {
 	d := domain.AccountDecider()
 	state := d.Replay(typicalHistory(42)...)
 	cmd := domain.UpdateAccount{ID: 42, Enabled: domain.Some(true), Login: domain.Some("alice"), Fullname: domain.Some("Alice Jones"),
-		Provider: domain.Some[int64](7), RemoteCustomField: domain.Some("ext-000123"), RegionTag: domain.Null[string]()}
+		Provider: domain.Some[int64](7), RemoteCustomField: domain.Some("ext-000123"), RegionTag: domain.Null[int64]()}
 	b.ReportAllocs()
 	for b.Loop() {
 		if events, err := d.Decide(state, cmd, day(1, 1)); err != nil || len(events) > 0 {

@@ -57,24 +57,99 @@ func (c DeviceClass) intern() DeviceClass {
 // known reports whether c is one of the device classes.
 func (c DeviceClass) known() bool { return slices.Contains(DeviceClasses(), c) }
 
-// Device is a client device bound to an account.
+// Device is a client device bound to an account: what it said of itself
+// when it was bound (UniqueID, Class, Model) and what the provider set
+// (DeviceFields).
 type Device struct {
 	ID       int64
 	UniqueID string // the device's own identifier (serial, MAC, app install id)
 	Class    DeviceClass
 	Model    string
+	DeviceFields
+}
+
+// DeviceFields are the fields of a device that its provider sets (TVIP's
+// device object); nil is null.
+type DeviceFields struct {
+	MAC               *string // six bytes in lowercase hex, colon-separated (NormalizeMAC)
+	RemoteCustomField *string
+	Comment           *string
+	UseNAT            bool
+	UdpxyAddr         *string // the subscriber's udpxy proxy, host:port or URL
+	DeviceType        *int64  // a device type's id
 }
 
 // Limits of device fields.
 const (
 	MaxDeviceUniqueIDLen = 128
 	MaxDeviceModelLen    = 128
+	MaxDeviceCommentLen  = 1000
+	MaxUdpxyAddrLen      = 255
 )
 
 var (
 	deviceUniqueIDRule = textRule{max: MaxDeviceUniqueIDLen, required: true, trimmed: true}
 	deviceModelRule    = textRule{max: MaxDeviceModelLen}
+	deviceCommentRule  = textRule{max: MaxDeviceCommentLen, multiline: true}
+	udpxyAddrRule      = textRule{max: MaxUdpxyAddrLen, trimmed: true}
 )
+
+// NormalizeMAC returns a MAC address (six bytes as 12 hex digits, grouped
+// by two with colons or dashes, by four with dots, or not at all) in its
+// stored form: lowercase, colon-separated ("00:1a:79:0a:bb:cc").
+func NormalizeMAC(s string) (string, error) {
+	groups, sep := []string{s}, byte(0)
+	if i := strings.IndexAny(s, ":-."); i >= 0 {
+		sep = s[i]
+		groups = strings.Split(s, s[i:i+1])
+	}
+	switch {
+	case len(groups) == 1, len(groups) == 6 && sep != '.', len(groups) == 3 && sep == '.':
+	default:
+		return "", errMAC
+	}
+	width := 12 / len(groups)
+	digits := make([]byte, 0, 12)
+	for _, g := range groups {
+		if len(g) != width {
+			return "", errMAC
+		}
+		for i := 0; i < len(g); i++ {
+			switch c := g[i]; {
+			case c >= '0' && c <= '9', c >= 'a' && c <= 'f':
+				digits = append(digits, c)
+			case c >= 'A' && c <= 'F':
+				digits = append(digits, c+'a'-'A')
+			default:
+				return "", errMAC
+			}
+		}
+	}
+	out := make([]byte, 0, 17)
+	for i := 0; i < 12; i += 2 {
+		if i > 0 {
+			out = append(out, ':')
+		}
+		out = append(out, digits[i], digits[i+1])
+	}
+	return string(out), nil
+}
+
+var errMAC = errors.New("must be a MAC address: 12 hex digits, such as 00:1A:79:0A:BB:CC")
+
+// checkFields validates f and returns it with its MAC normalised.
+func (f DeviceFields) check(p *problems) DeviceFields {
+	if f.MAC != nil {
+		mac, err := NormalizeMAC(*f.MAC)
+		p.addErr("mac", err)
+		f.MAC = &mac
+	}
+	p.add("remote_custom_field", remoteCustomFieldRule.checkPtr(f.RemoteCustomField))
+	p.add("comment", deviceCommentRule.checkPtr(f.Comment))
+	p.add("udpxy_addr", udpxyAddrRule.checkPtr(f.UdpxyAddr))
+	p.add("device_type", checkRefPtr(f.DeviceType))
+	return f
+}
 
 // Device returns the bound device with the given id.
 func (a Account) Device(id int64) (Device, bool) {
@@ -118,21 +193,42 @@ func (e *DeviceLimitError) Error() string {
 func (e *DeviceLimitError) Unwrap() error { return ErrDeviceLimit }
 
 // BindDevice binds a device to the account. The application allocates
-// DeviceID and passes the provider's devices_per_account_limit in
-// ProviderLimit (nil: unlimited); the account's own limit, when set, wins.
+// DeviceID and passes in ProviderLimit the limit of accounts that set none
+// (the provider's devices_per_account_limit, else the node's default; nil:
+// unlimited); the account's own limit, when set, wins.
 // Binding a UniqueID that is already bound emits nothing and is not an
 // error: look the device up with Account.DeviceByUniqueID. Whether the
 // unique id is bound to another account is checked outside the domain.
+//
+// A device a provider registers before it ever logs in (TVIP's "quick
+// bind") is bound the same way, with the provider's DeviceFields.
 type BindDevice struct {
 	AccountID     int64
 	DeviceID      int64
 	UniqueID      string
 	Class         DeviceClass
 	Model         string
+	Fields        DeviceFields
 	ProviderLimit *int
 }
 
-// UnbindDevice removes a device from the account.
+// ChangeDevice changes the provider's fields of a bound device that are
+// present in it. UniqueID may be present (sync jobs re-send whole records)
+// but must equal the device's.
+type ChangeDevice struct {
+	AccountID         int64
+	DeviceID          int64
+	UniqueID          Optional[string]
+	MAC               Optional[string]
+	RemoteCustomField Optional[string]
+	Comment           Optional[string]
+	UseNAT            Optional[bool]
+	UdpxyAddr         Optional[string]
+	DeviceType        Optional[int64]
+}
+
+// UnbindDevice removes a device from the account, and with it the device's
+// own subscriptions.
 type UnbindDevice struct {
 	AccountID int64
 	DeviceID  int64
@@ -142,9 +238,13 @@ type UnbindDevice struct {
 func (c BindDevice) Stream() string { return AccountStream(c.AccountID) }
 
 // Stream implements AccountCommand.
+func (c ChangeDevice) Stream() string { return AccountStream(c.AccountID) }
+
+// Stream implements AccountCommand.
 func (c UnbindDevice) Stream() string { return AccountStream(c.AccountID) }
 
 func (BindDevice) accountCommand()   {}
+func (ChangeDevice) accountCommand() {}
 func (UnbindDevice) accountCommand() {}
 
 func bindDevice(s Account, c BindDevice) ([]Event, error) {
@@ -154,6 +254,7 @@ func bindDevice(s Account, c BindDevice) ([]Event, error) {
 	class, err := ParseDeviceClass(string(c.Class))
 	p.addErr("class", err)
 	p.add("model", deviceModelRule.check(c.Model))
+	fields := c.Fields.check(&p)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -166,13 +267,54 @@ func bindDevice(s Account, c BindDevice) ([]Event, error) {
 	if limit := s.DeviceLimit(c.ProviderLimit); limit != nil && len(s.Devices) >= *limit {
 		return nil, &DeviceLimitError{AccountID: s.ID, Limit: *limit, Bound: slices.Clone(s.Devices)}
 	}
-	return []Event{DeviceBound{AccountID: s.ID, DeviceID: c.DeviceID, UniqueID: c.UniqueID, Class: class, Model: c.Model}}, nil
+	return []Event{DeviceBound{AccountID: s.ID, DeviceID: c.DeviceID, UniqueID: c.UniqueID, Class: class, Model: c.Model,
+		MAC: fields.MAC, RemoteCustomField: fields.RemoteCustomField, Comment: fields.Comment, UseNAT: fields.UseNAT,
+		UdpxyAddr: fields.UdpxyAddr, DeviceType: fields.DeviceType}}, nil
 }
 
+func changeDevice(s Account, c ChangeDevice) ([]Event, error) {
+	cur, ok := s.Device(c.DeviceID)
+	if !ok {
+		return nil, notFound("device", c.DeviceID)
+	}
+	var p problems
+	if v, ok := c.UniqueID.Get(); c.UniqueID.Present && (!ok || v != cur.UniqueID) {
+		p.add("unique_id", problemImmutable)
+	}
+	e := DeviceChanged{AccountID: s.ID, DeviceID: cur.ID}
+	if v, ok := c.MAC.Get(); ok {
+		mac, err := NormalizeMAC(v)
+		p.addErr("mac", err)
+		c.MAC = Some(mac)
+	}
+	e.MAC = patchNullable(&p, "mac", c.MAC, cur.MAC, nil)
+	e.RemoteCustomField = patchNullable(&p, "remote_custom_field", c.RemoteCustomField, cur.RemoteCustomField, remoteCustomFieldRule.check)
+	e.Comment = patchNullable(&p, "comment", c.Comment, cur.Comment, deviceCommentRule.check)
+	e.UseNAT = patchValue(&p, "use_nat", c.UseNAT, cur.UseNAT, nil)
+	e.UdpxyAddr = patchNullable(&p, "udpxy_addr", c.UdpxyAddr, cur.UdpxyAddr, udpxyAddrRule.check)
+	e.DeviceType = patchNullable(&p, "device_type", c.DeviceType, cur.DeviceType, checkID)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	if !e.changed() {
+		return nil, nil
+	}
+	return []Event{e}, nil
+}
+
+// unbindDevice removes the device's own subscriptions first, each with its
+// event, so that every reader of subscriptions (statistics among them)
+// sees them end without knowing about devices.
 func unbindDevice(s Account, c UnbindDevice) ([]Event, error) {
 	d, ok := s.Device(c.DeviceID)
 	if !ok {
 		return nil, notFound("device", c.DeviceID)
 	}
-	return []Event{DeviceUnbound{AccountID: s.ID, DeviceID: d.ID, UniqueID: d.UniqueID}}, nil
+	var events []Event
+	for _, sub := range s.Subscriptions {
+		if sub.Device == d.ID {
+			events = append(events, SubscriptionRemoved{AccountID: s.ID, SubscriptionID: sub.ID})
+		}
+	}
+	return append(events, DeviceUnbound{AccountID: s.ID, DeviceID: d.ID, UniqueID: d.UniqueID}), nil
 }

@@ -57,33 +57,67 @@ func (a Account) Diff(e Event) []FieldChange {
 		d.add(p+"tarif", nil, e.Tariff)
 		d.add(p+"start", nil, e.Start)
 		d.add(p+"stop", nil, orNil(e.Stop))
+		if e.Device != 0 {
+			d.add(p+"device", nil, e.Device)
+		}
+		d.add(p+"time_shift_depth", nil, orNil(e.TimeShiftDepth))
 	case SubscriptionChanged:
 		p := subscriptionPrefix(e.SubscriptionID)
 		cur, _ := a.Subscription(e.SubscriptionID)
 		diffValue(&d, p+"tarif", cur.Tariff, e.Tariff)
 		diffValue(&d, p+"start", cur.Start, e.Start)
 		diffNullable(&d, p+"stop", cur.StopPtr(), e.Stop)
+		diffNullable(&d, p+"time_shift_depth", cur.TimeShiftDepth, e.TimeShiftDepth)
 	case SubscriptionRemoved:
 		p := subscriptionPrefix(e.SubscriptionID)
 		if cur, ok := a.Subscription(e.SubscriptionID); ok {
 			d.add(p+"tarif", cur.Tariff, nil)
 			d.add(p+"start", cur.Start, nil)
 			d.add(p+"stop", orNil(cur.StopPtr()), nil)
+			if cur.Device != 0 {
+				d.add(p+"device", cur.Device, nil)
+			}
+			d.add(p+"time_shift_depth", orNil(cur.TimeShiftDepth), nil)
 		}
 	case DeviceBound:
 		p := devicePrefix(e.DeviceID)
 		d.add(p+"unique_id", nil, e.UniqueID)
 		d.add(p+"class", nil, e.Class)
 		d.add(p+"model", nil, model(e.Model))
+		d.deviceFields(p, DeviceFields{}, e.fields())
+	case DeviceChanged:
+		p := devicePrefix(e.DeviceID)
+		cur, _ := a.Device(e.DeviceID)
+		next := a.evolveDevice(e)
+		d.deviceFields(p, cur.DeviceFields, next)
 	case DeviceUnbound:
 		p := devicePrefix(e.DeviceID)
 		if cur, ok := a.Device(e.DeviceID); ok {
 			d.add(p+"unique_id", cur.UniqueID, nil)
 			d.add(p+"class", cur.Class, nil)
 			d.add(p+"model", model(cur.Model), nil)
+			d.deviceFields(p, cur.DeviceFields, DeviceFields{})
 		}
 	}
 	return d
+}
+
+// evolveDevice returns the provider's fields of e's device after e.
+func (a Account) evolveDevice(e DeviceChanged) DeviceFields {
+	next := evolveAccount(a, e)
+	d, _ := next.Device(e.DeviceID)
+	return d.DeviceFields
+}
+
+// deviceFields records the provider's fields of a device that differ
+// between old and new.
+func (d *diff) deviceFields(prefix string, old, new DeviceFields) {
+	d.add(prefix+"mac", orNil(old.MAC), orNil(new.MAC))
+	d.add(prefix+"remote_custom_field", orNil(old.RemoteCustomField), orNil(new.RemoteCustomField))
+	d.add(prefix+"comment", orNil(old.Comment), orNil(new.Comment))
+	d.add(prefix+"use_nat", old.UseNAT, new.UseNAT)
+	d.add(prefix+"udpxy_addr", orNil(old.UdpxyAddr), orNil(new.UdpxyAddr))
+	d.add(prefix+"device_type", orNil(old.DeviceType), orNil(new.DeviceType))
 }
 
 // SummarizeAccountEvent returns a short English line for an account history
@@ -103,6 +137,9 @@ func SummarizeAccountEvent(e Event) string {
 	case AccountDeleted:
 		return "account deleted"
 	case SubscriptionAdded:
+		if e.Device != 0 {
+			return fmt.Sprintf("subscription %d added for device %d", e.SubscriptionID, e.Device)
+		}
 		return fmt.Sprintf("subscription %d added", e.SubscriptionID)
 	case SubscriptionChanged:
 		switch {
@@ -116,6 +153,8 @@ func SummarizeAccountEvent(e Event) string {
 		return fmt.Sprintf("subscription %d removed", e.SubscriptionID)
 	case DeviceBound:
 		return fmt.Sprintf("device %d bound", e.DeviceID)
+	case DeviceChanged:
+		return fmt.Sprintf("device %d changed", e.DeviceID)
 	case DeviceUnbound:
 		return fmt.Sprintf("device %d unbound", e.DeviceID)
 	case BillingCalled:

@@ -11,7 +11,7 @@ import (
 func TestAccountDiff(t *testing.T) {
 	d := domain.AccountDecider()
 	withTag := created
-	withTag.RegionTag = ptr("msk")
+	withTag.RegionTag = ptr[int64](3)
 	type fc = domain.FieldChange
 	tests := []struct {
 		name    string
@@ -22,7 +22,7 @@ func TestAccountDiff(t *testing.T) {
 	}{
 		{"created", nil, withTag, []fc{
 			{Field: "provider", New: int64(7)}, {Field: "login", New: "alice"}, {Field: "pin_md5", Secret: true},
-			{Field: "fullname", New: "Alice Smith"}, {Field: "enabled", New: true}, {Field: "region_tag", New: "msk"},
+			{Field: "fullname", New: "Alice Smith"}, {Field: "enabled", New: true}, {Field: "region_tag", New: int64(3)},
 		}, "account created"},
 		{"disabled", []domain.Event{created}, domain.AccountUpdated{AccountID: 42, Enabled: domain.Some(false)},
 			[]fc{{Field: "enabled", Old: true, New: false}}, "account disabled"},
@@ -30,11 +30,11 @@ func TestAccountDiff(t *testing.T) {
 			domain.AccountUpdated{AccountID: 42, Enabled: domain.Some(true)},
 			[]fc{{Field: "enabled", Old: false, New: true}}, "account enabled"},
 		{"updated", []domain.Event{withTag}, domain.AccountUpdated{
-			AccountID: 42, Login: domain.Some("bob"), PinMD5: domain.Some(pin), RegionTag: domain.Null[string](),
+			AccountID: 42, Login: domain.Some("bob"), PinMD5: domain.Some(pin), RegionTag: domain.Null[int64](),
 			DevicesPerAccountLimit: domain.Some(2),
 		}, []fc{
 			{Field: "login", Old: "alice", New: "bob"}, {Field: "pin_md5", Secret: true},
-			{Field: "region_tag", Old: "msk"}, {Field: "devices_per_account_limit", New: 2},
+			{Field: "region_tag", Old: int64(3)}, {Field: "devices_per_account_limit", New: 2},
 		}, "account updated"},
 		{"deleted", []domain.Event{created}, domain.AccountDeleted{AccountID: 42}, nil, "account deleted"},
 		{"subscription added", []domain.Event{created}, sub2, []fc{

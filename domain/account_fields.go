@@ -14,7 +14,6 @@ const (
 	MaxContractInfoLen      = 1000
 	MaxMainAddressLen       = 500
 	MaxAccountDescLen       = 1000
-	MaxRegionTagLen         = 100
 )
 
 var (
@@ -24,7 +23,6 @@ var (
 	contractInfoRule      = textRule{max: MaxContractInfoLen, multiline: true}
 	mainAddressRule       = textRule{max: MaxMainAddressLen, multiline: true}
 	accountDescRule       = textRule{max: MaxAccountDescLen, multiline: true}
-	regionTagRule         = textRule{max: MaxRegionTagLen}
 )
 
 // ValidateAccountLogin reports whether login can be an account login: 1 to
@@ -71,7 +69,7 @@ type CreateAccount struct {
 	ContractInfo           *string
 	MainAddress            *string
 	AccountDesc            *string
-	RegionTag              *string
+	RegionTag              *int64
 	DevicesPerAccountLimit *int
 }
 
@@ -90,7 +88,7 @@ type UpdateAccount struct {
 	ContractInfo           Optional[string]
 	MainAddress            Optional[string]
 	AccountDesc            Optional[string]
-	RegionTag              Optional[string]
+	RegionTag              Optional[int64]
 	DevicesPerAccountLimit Optional[int]
 }
 
@@ -125,7 +123,7 @@ func createAccount(s Account, c CreateAccount) ([]Event, error) {
 	p.add("contract_info", contractInfoRule.checkPtr(c.ContractInfo))
 	p.add("main_address", mainAddressRule.checkPtr(c.MainAddress))
 	p.add("account_desc", accountDescRule.checkPtr(c.AccountDesc))
-	p.add("region_tag", regionTagRule.checkPtr(c.RegionTag))
+	p.add("region_tag", checkRefPtr(c.RegionTag))
 	p.add("devices_per_account_limit", checkLimit(c.DevicesPerAccountLimit))
 	if err := p.err(); err != nil {
 		return nil, err
@@ -169,7 +167,7 @@ func updateAccount(s Account, c UpdateAccount) ([]Event, error) {
 	e.ContractInfo = patchNullable(&p, "contract_info", c.ContractInfo, s.ContractInfo, contractInfoRule.check)
 	e.MainAddress = patchNullable(&p, "main_address", c.MainAddress, s.MainAddress, mainAddressRule.check)
 	e.AccountDesc = patchNullable(&p, "account_desc", c.AccountDesc, s.AccountDesc, accountDescRule.check)
-	e.RegionTag = patchNullable(&p, "region_tag", c.RegionTag, s.RegionTag, regionTagRule.check)
+	e.RegionTag = patchNullable(&p, "region_tag", c.RegionTag, s.RegionTag, checkID)
 	e.DevicesPerAccountLimit = patchNullable(&p, "devices_per_account_limit", c.DevicesPerAccountLimit, s.DevicesPerAccountLimit,
 		func(n int) string { return checkLimit(&n) })
 	if err := p.err(); err != nil {

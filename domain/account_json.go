@@ -17,7 +17,7 @@ const accountJSONSize = 280
 // AppendJSON implements JSONCodec.
 func (e AccountCreated) AppendJSON(dst []byte) ([]byte, bool) {
 	dst = slices.Grow(dst, accountJSONSize+len(e.Login)+len(e.PinMD5)+len(e.Fullname)+
-		ptrLen(e.RemoteCustomField)+ptrLen(e.ContractInfo)+ptrLen(e.MainAddress)+ptrLen(e.AccountDesc)+ptrLen(e.RegionTag))
+		ptrLen(e.RemoteCustomField)+ptrLen(e.ContractInfo)+ptrLen(e.MainAddress)+ptrLen(e.AccountDesc))
 	dst = strconv.AppendInt(append(dst, `{"account_id":`...), e.AccountID, 10)
 	dst = strconv.AppendInt(append(dst, `,"provider":`...), e.Provider, 10)
 	dst = AppendJSONString(append(dst, `,"login":`...), e.Login)
@@ -28,7 +28,7 @@ func (e AccountCreated) AppendJSON(dst []byte) ([]byte, bool) {
 	dst = appendPtr(dst, `,"contract_info":`, e.ContractInfo, AppendJSONString)
 	dst = appendPtr(dst, `,"main_address":`, e.MainAddress, AppendJSONString)
 	dst = appendPtr(dst, `,"account_desc":`, e.AccountDesc, AppendJSONString)
-	dst = appendPtr(dst, `,"region_tag":`, e.RegionTag, AppendJSONString)
+	dst = appendPtr(dst, `,"region_tag":`, e.RegionTag, appendJSONInt64)
 	dst = appendPtr(dst, `,"devices_per_account_limit":`, e.DevicesPerAccountLimit, appendJSONInt)
 	return append(dst, '}'), true
 }
@@ -52,7 +52,7 @@ func (e AccountCreated) DecodeJSON(data []byte) (Event, bool) {
 	readPtr(&r, `,"contract_info":`, &e.ContractInfo, (*JSONReader).Str)
 	readPtr(&r, `,"main_address":`, &e.MainAddress, (*JSONReader).Str)
 	readPtr(&r, `,"account_desc":`, &e.AccountDesc, (*JSONReader).Str)
-	readPtr(&r, `,"region_tag":`, &e.RegionTag, (*JSONReader).Str)
+	readPtr(&r, `,"region_tag":`, &e.RegionTag, (*JSONReader).Int64)
 	readPtr(&r, `,"devices_per_account_limit":`, &e.DevicesPerAccountLimit, (*JSONReader).Int)
 	r.Expect(`}`)
 	return e, r.OK()
@@ -61,7 +61,7 @@ func (e AccountCreated) DecodeJSON(data []byte) (Event, bool) {
 // AppendJSON implements JSONCodec.
 func (e AccountUpdated) AppendJSON(dst []byte) ([]byte, bool) {
 	dst = slices.Grow(dst, accountJSONSize+len(e.Login.Value)+len(e.PinMD5.Value)+len(e.Fullname.Value)+
-		len(e.RemoteCustomField.Value)+len(e.ContractInfo.Value)+len(e.MainAddress.Value)+len(e.AccountDesc.Value)+len(e.RegionTag.Value))
+		len(e.RemoteCustomField.Value)+len(e.ContractInfo.Value)+len(e.MainAddress.Value)+len(e.AccountDesc.Value))
 	dst = strconv.AppendInt(append(dst, `{"account_id":`...), e.AccountID, 10)
 	dst = appendOptional(dst, `,"enabled":`, e.Enabled, appendJSONBool)
 	dst = appendOptional(dst, `,"login":`, e.Login, AppendJSONString)
@@ -71,7 +71,7 @@ func (e AccountUpdated) AppendJSON(dst []byte) ([]byte, bool) {
 	dst = appendOptional(dst, `,"contract_info":`, e.ContractInfo, AppendJSONString)
 	dst = appendOptional(dst, `,"main_address":`, e.MainAddress, AppendJSONString)
 	dst = appendOptional(dst, `,"account_desc":`, e.AccountDesc, AppendJSONString)
-	dst = appendOptional(dst, `,"region_tag":`, e.RegionTag, AppendJSONString)
+	dst = appendOptional(dst, `,"region_tag":`, e.RegionTag, appendJSONInt64)
 	dst = appendOptional(dst, `,"devices_per_account_limit":`, e.DevicesPerAccountLimit, appendJSONInt)
 	return append(dst, '}'), true
 }
@@ -89,7 +89,7 @@ func (e AccountUpdated) DecodeJSON(data []byte) (Event, bool) {
 	readOptional(&r, `,"contract_info":`, &e.ContractInfo, (*JSONReader).Str)
 	readOptional(&r, `,"main_address":`, &e.MainAddress, (*JSONReader).Str)
 	readOptional(&r, `,"account_desc":`, &e.AccountDesc, (*JSONReader).Str)
-	readOptional(&r, `,"region_tag":`, &e.RegionTag, (*JSONReader).Str)
+	readOptional(&r, `,"region_tag":`, &e.RegionTag, (*JSONReader).Int64)
 	readOptional(&r, `,"devices_per_account_limit":`, &e.DevicesPerAccountLimit, (*JSONReader).Int)
 	r.Expect(`}`)
 	return e, r.OK()

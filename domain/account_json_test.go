@@ -15,8 +15,8 @@ func accountCreatedSamples() []domain.AccountCreated {
 		{AccountID: 1, Provider: 2, Login: "alice", PinMD5: "81dc9bdb52d04dc20036dbd8313ed055"},
 		{AccountID: math.MaxInt64, Provider: math.MinInt64, Login: "Алиса", PinMD5: "", Fullname: jsonStringsJoined, Enabled: true,
 			RemoteCustomField: ptr(""), ContractInfo: ptr("c <1> & \"2\""), MainAddress: ptr("ул. Ленина, 1\n"),
-			AccountDesc: ptr("\u2028\xff"), RegionTag: ptr("msk"), DevicesPerAccountLimit: ptr(0)},
-		{AccountID: -1, Login: "x", Fullname: "😀", RegionTag: ptr("spb"), DevicesPerAccountLimit: ptr(math.MinInt)},
+			AccountDesc: ptr("\u2028\xff"), RegionTag: ptr[int64](math.MaxInt64), DevicesPerAccountLimit: ptr(0)},
+		{AccountID: -1, Login: "x", Fullname: "😀", RegionTag: ptr[int64](-7), DevicesPerAccountLimit: ptr(math.MinInt)},
 		{AccountID: 7, Login: "y", AccountDesc: ptr("only desc"), DevicesPerAccountLimit: ptr(math.MaxInt)},
 	}
 }
@@ -26,11 +26,11 @@ func accountUpdatedSamples() []domain.AccountUpdated {
 		{AccountID: 1},
 		{AccountID: 2, Enabled: domain.Some(false), Login: domain.Some("bob"), PinMD5: domain.Some("e10adc3949ba59abbe56e057f20f883e"),
 			Fullname: domain.Some(jsonStringsJoined), RemoteCustomField: domain.Some(""), ContractInfo: domain.Some("<c>"),
-			MainAddress: domain.Some("Невский"), AccountDesc: domain.Some("d"), RegionTag: domain.Some("r"), DevicesPerAccountLimit: domain.Some(-3)},
+			MainAddress: domain.Some("Невский"), AccountDesc: domain.Some("d"), RegionTag: domain.Some[int64](12), DevicesPerAccountLimit: domain.Some(-3)},
 		{AccountID: 3, Enabled: domain.Some(true), RemoteCustomField: domain.Null[string](), ContractInfo: domain.Null[string](),
-			MainAddress: domain.Null[string](), AccountDesc: domain.Null[string](), RegionTag: domain.Null[string](),
+			MainAddress: domain.Null[string](), AccountDesc: domain.Null[string](), RegionTag: domain.Null[int64](),
 			DevicesPerAccountLimit: domain.Null[int]()},
-		{AccountID: 4, RegionTag: domain.Optional[string]{Present: true, Null: true, Value: "stray"},
+		{AccountID: 4, RegionTag: domain.Optional[int64]{Present: true, Null: true, Value: 99},
 			DevicesPerAccountLimit: domain.Optional[int]{Null: true, Value: 9}},
 	}
 }
@@ -95,11 +95,12 @@ func TestAccountEventsOtherFormsGoToEncodingJSON(t *testing.T) {
 	reg := eventRegistry()
 	const head = `{"account_id":1,"provider":2,"login":"a","pin_md5":"p","fullname":"f","enabled":true`
 	for data, want := range map[string]bool{
-		head + `}`: true, head + `,"region_tag":"\u00e9\/"}`: true,
+		head + `}`: true, head + `,"region_tag":12}`: true, head + `,"region_tag":"12"}`: false,
 		head + ` }`: false, head + `}x`: false, head + `,"extra":1}`: false, head + `,"region_tag":null}`: false,
 		head + `,"devices_per_account_limit":1.0}`: false, head + `,"devices_per_account_limit":9223372036854775808}`: false,
-		head + `,"region_tag":"\ud83d\ude00"}`: false, head + `,"region_tag":"\'"}`: false, head + `,"main_address":"a","contract_info":"b"}`: false,
-		`{"account_id":1, "provider":2}`: false, `{"Account_ID":1}`: false, `{}`: false, `{"account_id":01}`: false, head: false,
+		head + `,"main_address":"\ud83d\ude00"}`: false, head + `,"main_address":"\'"}`: false, head + `,"main_address":"a","contract_info":"b"}`: false,
+		head + `,"main_address":"\u00e9\/"}`: true,
+		`{"account_id":1, "provider":2}`:     false, `{"Account_ID":1}`: false, `{}`: false, `{"account_id":01}`: false, head: false,
 	} {
 		acceptsAsWanted[domain.AccountCreated](t, data, want)
 		decodesAsBefore[domain.AccountCreated](t, reg, []byte(data))
@@ -132,10 +133,14 @@ func FuzzAccountCreatedJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id, provider int64, login, text string, enabled bool, set uint8, limit int) {
 		s := fuzzStrings(text, 6)
 		e := domain.AccountCreated{AccountID: id, Provider: provider, Login: login, PinMD5: s[0], Fullname: text, Enabled: enabled}
-		for i, field := range []**string{&e.RemoteCustomField, &e.ContractInfo, &e.MainAddress, &e.AccountDesc, &e.RegionTag} {
+		for i, field := range []**string{&e.RemoteCustomField, &e.ContractInfo, &e.MainAddress, &e.AccountDesc} {
 			if set&(1<<i) != 0 {
 				*field = &s[i+1]
 			}
+		}
+		if set&(1<<4) != 0 {
+			region := provider ^ int64(limit)
+			e.RegionTag = &region
 		}
 		if set&(1<<5) != 0 {
 			e.DevicesPerAccountLimit = &limit
@@ -151,7 +156,7 @@ func FuzzAccountUpdatedJSON(f *testing.F) {
 		s := fuzzStrings(text, 7)
 		e := domain.AccountUpdated{AccountID: id, Enabled: domain.Some(enabled), Login: domain.Some(login),
 			DevicesPerAccountLimit: domain.Some(limit)}
-		strs := []*domain.Optional[string]{&e.PinMD5, &e.Fullname, &e.RemoteCustomField, &e.ContractInfo, &e.MainAddress, &e.AccountDesc, &e.RegionTag}
+		strs := []*domain.Optional[string]{&e.PinMD5, &e.Fullname, &e.RemoteCustomField, &e.ContractInfo, &e.MainAddress, &e.AccountDesc}
 		for i, o := range strs {
 			*o = domain.Some(s[i])
 		}
@@ -161,6 +166,8 @@ func FuzzAccountUpdatedJSON(f *testing.F) {
 		for i, o := range strs {
 			o.Present, o.Null = present&(8<<i) != 0, null&(8<<i) != 0
 		}
+		e.RegionTag = domain.Some(id * int64(limit))
+		e.RegionTag.Present, e.RegionTag.Null = present&(8<<len(strs)) != 0, null&(8<<len(strs)) != 0
 		domaintest.RoundTripsLikeJSON(t, e)
 	})
 }

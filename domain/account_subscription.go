@@ -19,7 +19,8 @@ const (
 // AddSubscription subscribes the account to Tariff from Start until Stop
 // (nil: open-ended). The application allocates SubscriptionID, looks the
 // tariff up and passes its provider in TariffProvider; decide refuses a
-// tariff of another provider. Times are stored in UTC.
+// tariff of another provider. Times are stored in UTC. With Device set, the
+// subscription is that bound device's own (TVIP's device subscription).
 type AddSubscription struct {
 	AccountID      int64
 	SubscriptionID int64
@@ -27,6 +28,8 @@ type AddSubscription struct {
 	TariffProvider int64
 	Start          time.Time
 	Stop           *time.Time
+	Device         int64
+	TimeShiftDepth *int
 }
 
 // UpdateSubscription changes the fields present in it: a Stop value ends the
@@ -40,6 +43,7 @@ type UpdateSubscription struct {
 	TariffProvider int64
 	Start          Optional[time.Time]
 	Stop           Optional[time.Time]
+	TimeShiftDepth Optional[int]
 }
 
 // RemoveSubscription deletes a subscription outright (ending one is an
@@ -78,6 +82,14 @@ func addSubscription(s Account, c AddSubscription) ([]Event, error) {
 			p.add("stop", problemStopBeforeStart)
 		}
 	}
+	if c.TimeShiftDepth != nil {
+		p.add("time_shift_depth", checkTimeShiftDepth(*c.TimeShiftDepth))
+	}
+	if c.Device != 0 {
+		if _, ok := s.Device(c.Device); !ok {
+			p.add("device", "is not a device of the account")
+		}
+	}
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -87,7 +99,8 @@ func addSubscription(s Account, c AddSubscription) ([]Event, error) {
 	if len(s.Subscriptions) >= MaxSubscriptionsPerAccount {
 		return nil, NewValidationError("account", fmt.Sprintf("has the maximum of %d subscriptions", MaxSubscriptionsPerAccount))
 	}
-	e := SubscriptionAdded{AccountID: s.ID, SubscriptionID: c.SubscriptionID, Tariff: c.Tariff, Start: normTime(c.Start)}
+	e := SubscriptionAdded{AccountID: s.ID, SubscriptionID: c.SubscriptionID, Tariff: c.Tariff, Start: normTime(c.Start),
+		Device: c.Device, TimeShiftDepth: c.TimeShiftDepth}
 	if c.Stop != nil {
 		stop := normTime(*c.Stop)
 		e.Stop = &stop
@@ -127,6 +140,8 @@ func updateSubscription(s Account, c UpdateSubscription) ([]Event, error) {
 	if !next.Open() && !next.Stop.After(next.Start) {
 		p.add("stop", problemStopBeforeStart)
 	}
+	e.TimeShiftDepth = patchNullable(&p, "time_shift_depth", c.TimeShiftDepth, cur.TimeShiftDepth,
+		checkTimeShiftDepth)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -139,7 +154,7 @@ func updateSubscription(s Account, c UpdateSubscription) ([]Event, error) {
 	case !next.Open() && !next.Stop.Equal(cur.Stop):
 		e.Stop = Some(next.Stop)
 	}
-	if !e.Tariff.Present && !e.Start.Present && !e.Stop.Present {
+	if !e.Tariff.Present && !e.Start.Present && !e.Stop.Present && !e.TimeShiftDepth.Present {
 		return nil, nil
 	}
 	return []Event{e}, nil

@@ -36,13 +36,13 @@ func TestCreateAccount(t *testing.T) {
 			When: domain.CreateAccount{
 				ID: 43, Provider: 7, Login: "bob@example", PinMD5: strings.ToUpper(pin), Fullname: "Bob",
 				Enabled: ptr(false), RemoteCustomField: ptr("ext-1"), ContractInfo: ptr("contract\nline 2"),
-				MainAddress: ptr("1 Main St"), AccountDesc: ptr(""), RegionTag: ptr("msk"),
+				MainAddress: ptr("1 Main St"), AccountDesc: ptr(""), RegionTag: ptr[int64](3),
 				DevicesPerAccountLimit: ptr(0),
 			},
 			Then: []domain.Event{domain.AccountCreated{
 				AccountID: 43, Provider: 7, Login: "bob@example", PinMD5: pin, Fullname: "Bob",
 				RemoteCustomField: ptr("ext-1"), ContractInfo: ptr("contract\nline 2"),
-				MainAddress: ptr("1 Main St"), AccountDesc: ptr(""), RegionTag: ptr("msk"),
+				MainAddress: ptr("1 Main St"), AccountDesc: ptr(""), RegionTag: ptr[int64](3),
 				DevicesPerAccountLimit: ptr(0),
 			}},
 		},
@@ -78,7 +78,7 @@ func TestCreateAccountValidation(t *testing.T) {
 		{"pin not hex", func(c *domain.CreateAccount) { c.PinMD5 = strings.Repeat("g", 32) }, []string{"pin_md5"}},
 		{"fullname too long", func(c *domain.CreateAccount) { c.Fullname = strings.Repeat("x", 256) }, []string{"fullname"}},
 		{"negative limit", func(c *domain.CreateAccount) { c.DevicesPerAccountLimit = ptr(-1) }, []string{"devices_per_account_limit"}},
-		{"region tag with a line break", func(c *domain.CreateAccount) { c.RegionTag = ptr("a\nb") }, []string{"region_tag"}},
+		{"region tag not an id", func(c *domain.CreateAccount) { c.RegionTag = ptr[int64](0) }, []string{"region_tag"}},
 		{"remote field too long", func(c *domain.CreateAccount) { c.RemoteCustomField = ptr(strings.Repeat("x", 256)) }, []string{"remote_custom_field"}},
 		{"contract info not UTF-8", func(c *domain.CreateAccount) { c.ContractInfo = ptr("\xff") }, []string{"contract_info"}},
 		{"main address too long", func(c *domain.CreateAccount) { c.MainAddress = ptr(strings.Repeat("x", 501)) }, []string{"main_address"}},
@@ -102,7 +102,7 @@ func TestValidationErrorText(t *testing.T) {
 
 func TestUpdateAccount(t *testing.T) {
 	full := created
-	full.RegionTag = ptr("msk")
+	full.RegionTag = ptr[int64](3)
 	full.DevicesPerAccountLimit = ptr(3)
 	accountSpec().Run(t,
 		accountCase{
@@ -116,11 +116,11 @@ func TestUpdateAccount(t *testing.T) {
 			Given: []domain.Event{full},
 			When: domain.UpdateAccount{
 				ID: 42, Enabled: domain.Some(true), Login: domain.Some("alice2"), PinMD5: domain.Some(strings.ToUpper(pin)),
-				Fullname: domain.Some("Alice Smith"), Provider: domain.Some[int64](7), RegionTag: domain.Null[string](),
+				Fullname: domain.Some("Alice Smith"), Provider: domain.Some[int64](7), RegionTag: domain.Null[int64](),
 				MainAddress: domain.Some("2 High St"), DevicesPerAccountLimit: domain.Some(3), AccountDesc: domain.Null[string](),
 			},
 			Then: []domain.Event{domain.AccountUpdated{
-				AccountID: 42, Login: domain.Some("alice2"), MainAddress: domain.Some("2 High St"), RegionTag: domain.Null[string](),
+				AccountID: 42, Login: domain.Some("alice2"), MainAddress: domain.Some("2 High St"), RegionTag: domain.Null[int64](),
 			}},
 		},
 		accountCase{
@@ -130,7 +130,7 @@ func TestUpdateAccount(t *testing.T) {
 				ID: 42, Enabled: domain.Some(true), Login: domain.Some("alice"), PinMD5: domain.Null[string](),
 				Fullname: domain.Some("Alice Smith"), Provider: domain.Some[int64](7), RemoteCustomField: domain.Null[string](),
 				ContractInfo: domain.Null[string](), MainAddress: domain.Null[string](), AccountDesc: domain.Null[string](),
-				RegionTag: domain.Some("msk"), DevicesPerAccountLimit: domain.Some(3),
+				RegionTag: domain.Some[int64](3), DevicesPerAccountLimit: domain.Some(3),
 			},
 		},
 		accountCase{
@@ -181,7 +181,7 @@ func TestUpdateAccountValidation(t *testing.T) {
 		{"negative limit", domain.UpdateAccount{ID: 42, DevicesPerAccountLimit: domain.Some(-5)}, []string{"devices_per_account_limit"}},
 		{"several at once, valid fields not applied", domain.UpdateAccount{
 			ID: 42, Provider: domain.Some[int64](1), Login: domain.Some(" x"), Fullname: domain.Some("ok"),
-			RegionTag: domain.Some(strings.Repeat("r", 101)),
+			RegionTag: domain.Some[int64](-2),
 		}, []string{"provider", "login", "region_tag"}},
 	}
 	for _, tt := range tests {

@@ -20,10 +20,8 @@ func (c Category) Exists() bool { return c.ID != 0 && !c.Deleted }
 // MaxCategoryNameLen is the maximum length of a category name.
 const MaxCategoryNameLen = 100
 
-var (
-	categoryNameRule  = textRule{max: MaxCategoryNameLen, required: true, trimmed: true}
-	errCategoryTarget = errors.New("category command decided on another category's state")
-)
+var categoryRules = namedRules{what: "category", field: "name",
+	rule: textRule{max: MaxCategoryNameLen, required: true, trimmed: true}}
 
 // CategoryCommand is a command on a category: CreateCategory,
 // UpdateCategory or DeleteCategory.
@@ -85,45 +83,21 @@ func evolveCategory(s Category, e Event) Category {
 func decideCategory(s Category, c CategoryCommand, _ time.Time) ([]Event, error) {
 	switch c := c.(type) {
 	case CreateCategory:
-		var p problems
-		p.add("id", checkID(c.ID))
-		p.add("name", categoryNameRule.check(c.Name))
-		if err := p.err(); err != nil {
+		if err := categoryRules.create(s.ID, c.ID, c.Name); err != nil {
 			return nil, err
-		}
-		if s.ID != 0 {
-			return nil, alreadyExists("category", c.ID)
 		}
 		return []Event{CategoryCreated{CategoryID: c.ID, Name: c.Name}}, nil
 	case UpdateCategory:
-		if err := checkCategoryTarget(s, c.ID); err != nil {
+		name, err := categoryRules.rename(s.ID, s.Exists(), s.Name, c.ID, c.Name)
+		if err != nil || !name.Present {
 			return nil, err
 		}
-		var p problems
-		name := patchValue(&p, "name", c.Name, s.Name, categoryNameRule.check)
-		if err := p.err(); err != nil {
-			return nil, err
-		}
-		if v, ok := name.Get(); ok {
-			return []Event{CategoryRenamed{CategoryID: s.ID, Name: v}}, nil
-		}
-		return nil, nil
+		return []Event{CategoryRenamed{CategoryID: s.ID, Name: name.Value}}, nil
 	case DeleteCategory:
-		if err := checkCategoryTarget(s, c.ID); err != nil {
+		if err := checkTarget(categoryRules.what, s.ID, s.Exists(), c.ID); err != nil {
 			return nil, err
 		}
 		return []Event{CategoryDeleted{CategoryID: s.ID}}, nil
 	}
 	return nil, errors.New("domain: unknown category command")
-}
-
-// checkCategoryTarget returns ErrNotFound unless category id exists in s.
-func checkCategoryTarget(s Category, id int64) error {
-	switch {
-	case !s.Exists():
-		return notFound("category", id)
-	case s.ID != id:
-		return errCategoryTarget
-	}
-	return nil
 }

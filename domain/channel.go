@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -17,7 +18,17 @@ type Channel struct {
 	LogoURL     string // "" for none
 	Description string
 	Categories  []int64 // category ids, no repeats, in the order given
-	Deleted     bool
+	// TextName is the name shown to viewers when it differs from Name;
+	// "" for none (Name is shown).
+	TextName string
+	// Disabled channels are not offered to devices. The zero value is an
+	// enabled channel, as every channel created before channels could be
+	// disabled is.
+	Disabled bool
+	// TimeShiftDepth is how far back the channel can be replayed, as TVIP's
+	// time_shift_depth (tvsm stores it as given); nil for no time shift.
+	TimeShiftDepth *int
+	Deleted        bool
 }
 
 // Exists reports whether the channel was created and not deleted.
@@ -29,11 +40,13 @@ const (
 	MaxChannelDescriptionLen = 1000
 	MaxChannelNumber         = 1_000_000
 	MaxChannelCategories     = 100
+	MaxTimeShiftDepth        = math.MaxInt32
 )
 
 var (
 	channelNameRule        = textRule{max: MaxChannelNameLen, required: true, trimmed: true}
 	channelDescriptionRule = textRule{max: MaxChannelDescriptionLen, multiline: true}
+	channelTextNameRule    = textRule{max: MaxChannelNameLen, trimmed: true}
 	errChannelTarget       = errors.New("channel command decided on another channel's state")
 )
 
@@ -45,25 +58,32 @@ type ChannelCommand interface {
 }
 
 // CreateChannel creates channel ID. Repeated category ids are dropped; that
-// the categories exist is checked outside the domain.
+// the categories exist is checked outside the domain. Enabled defaults to
+// true.
 type CreateChannel struct {
-	ID          int64
-	Name        string
-	Number      int
-	LogoURL     string
-	Description string
-	Categories  []int64
+	ID             int64
+	Name           string
+	Number         int
+	LogoURL        string
+	Description    string
+	Categories     []int64
+	TextName       string
+	Enabled        *bool
+	TimeShiftDepth *int
 }
 
 // UpdateChannel changes the fields present in it. A null LogoURL,
-// Description or Categories clears it.
+// Description, Categories, TextName or TimeShiftDepth clears it.
 type UpdateChannel struct {
-	ID          int64
-	Name        Optional[string]
-	Number      Optional[int]
-	LogoURL     Optional[string]
-	Description Optional[string]
-	Categories  Optional[[]int64]
+	ID             int64
+	Name           Optional[string]
+	Number         Optional[int]
+	LogoURL        Optional[string]
+	Description    Optional[string]
+	Categories     Optional[[]int64]
+	TextName       Optional[string]
+	Enabled        Optional[bool]
+	TimeShiftDepth Optional[int]
 }
 
 // DeleteChannel deletes channel ID.
@@ -95,12 +115,15 @@ func evolveChannel(s Channel, e Event) Channel {
 	switch e := e.(type) {
 	case ChannelCreated:
 		return Channel{
-			ID:          e.ChannelID,
-			Name:        e.Name,
-			Number:      e.Number,
-			LogoURL:     e.LogoURL,
-			Description: e.Description,
-			Categories:  e.Categories,
+			ID:             e.ChannelID,
+			Name:           e.Name,
+			Number:         e.Number,
+			LogoURL:        e.LogoURL,
+			Description:    e.Description,
+			Categories:     e.Categories,
+			TextName:       e.TextName,
+			Disabled:       e.Disabled,
+			TimeShiftDepth: e.TimeShiftDepth,
 		}
 	case ChannelUpdated:
 		applyValue(&s.Name, e.Name)
@@ -108,6 +131,11 @@ func evolveChannel(s Channel, e Event) Channel {
 		applyValue(&s.LogoURL, e.LogoURL)
 		applyValue(&s.Description, e.Description)
 		applyValue(&s.Categories, e.Categories)
+		applyValue(&s.TextName, e.TextName)
+		if v, ok := e.Enabled.Get(); ok {
+			s.Disabled = !v
+		}
+		applyNullable(&s.TimeShiftDepth, e.TimeShiftDepth)
 	case ChannelDeleted:
 		s.Deleted = true
 	}
@@ -151,6 +179,14 @@ func checkChannelNumber(n int) string {
 	return ""
 }
 
+// checkTimeShiftDepth validates a time shift depth.
+func checkTimeShiftDepth(n int) string {
+	if n < 0 || n > MaxTimeShiftDepth {
+		return fmt.Sprintf("must be between 0 and %d", MaxTimeShiftDepth)
+	}
+	return ""
+}
+
 // checkLogoURL validates a logo URL; "" means no logo.
 func checkLogoURL(s string) string {
 	if s == "" {
@@ -171,6 +207,10 @@ func createChannel(s Channel, c CreateChannel) ([]Event, error) {
 	p.add("description", channelDescriptionRule.check(c.Description))
 	categories, problem := cloneIDs(c.Categories, MaxChannelCategories)
 	p.add("categories", problem)
+	p.add("text_name", channelTextNameRule.check(c.TextName))
+	if c.TimeShiftDepth != nil {
+		p.add("time_shift_depth", checkTimeShiftDepth(*c.TimeShiftDepth))
+	}
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -178,12 +218,15 @@ func createChannel(s Channel, c CreateChannel) ([]Event, error) {
 		return nil, alreadyExists("channel", c.ID)
 	}
 	return []Event{ChannelCreated{
-		ChannelID:   c.ID,
-		Name:        c.Name,
-		Number:      c.Number,
-		LogoURL:     c.LogoURL,
-		Description: c.Description,
-		Categories:  categories,
+		ChannelID:      c.ID,
+		Name:           c.Name,
+		Number:         c.Number,
+		LogoURL:        c.LogoURL,
+		Description:    c.Description,
+		Categories:     categories,
+		TextName:       c.TextName,
+		Disabled:       c.Enabled != nil && !*c.Enabled,
+		TimeShiftDepth: c.TimeShiftDepth,
 	}}, nil
 }
 
@@ -194,6 +237,9 @@ func updateChannel(s Channel, c UpdateChannel) ([]Event, error) {
 	e.Number = patchValue(&p, "number", c.Number, s.Number, checkChannelNumber)
 	e.LogoURL = patchValue(&p, "logo_url", clearable(c.LogoURL), s.LogoURL, checkLogoURL)
 	e.Description = patchValue(&p, "description", clearable(c.Description), s.Description, channelDescriptionRule.check)
+	e.TextName = patchValue(&p, "text_name", clearable(c.TextName), s.TextName, channelTextNameRule.check)
+	e.Enabled = patchValue(&p, "enabled", c.Enabled, !s.Disabled, nil)
+	e.TimeShiftDepth = patchNullable(&p, "time_shift_depth", c.TimeShiftDepth, s.TimeShiftDepth, checkTimeShiftDepth)
 	if c.Categories.Present {
 		given, _ := c.Categories.Get() // null clears
 		categories, problem := cloneIDs(given, MaxChannelCategories)
@@ -205,8 +251,8 @@ func updateChannel(s Channel, c UpdateChannel) ([]Event, error) {
 	if err := p.err(); err != nil {
 		return nil, err
 	}
-	if !e.Name.Present && !e.Number.Present && !e.LogoURL.Present &&
-		!e.Description.Present && !e.Categories.Present {
+	if !e.Name.Present && !e.Number.Present && !e.LogoURL.Present && !e.Description.Present &&
+		!e.Categories.Present && !e.TextName.Present && !e.Enabled.Present && !e.TimeShiftDepth.Present {
 		return nil, nil
 	}
 	return []Event{e}, nil

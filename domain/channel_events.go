@@ -8,24 +8,32 @@ const (
 )
 
 // ChannelCreated records a new channel. Categories is never nil and holds
-// no repeats.
+// no repeats. A channel is created enabled unless Disabled: channels
+// created before they could be disabled have no such field.
 type ChannelCreated struct {
-	ChannelID   int64   `json:"channel_id"`
-	Name        string  `json:"name"`
-	Number      int     `json:"number"`
-	LogoURL     string  `json:"logo_url,omitempty"`
-	Description string  `json:"description,omitempty"`
-	Categories  []int64 `json:"categories"`
+	ChannelID      int64   `json:"channel_id"`
+	Name           string  `json:"name"`
+	Number         int     `json:"number"`
+	LogoURL        string  `json:"logo_url,omitempty"`
+	Description    string  `json:"description,omitempty"`
+	Categories     []int64 `json:"categories"`
+	TextName       string  `json:"text_name,omitempty"`
+	Disabled       bool    `json:"disabled,omitempty"`
+	TimeShiftDepth *int    `json:"time_shift_depth,omitempty"`
 }
 
-// ChannelUpdated carries the channel fields that changed; none is ever Null.
+// ChannelUpdated carries the channel fields that changed. Only
+// TimeShiftDepth may be Null (no time shift); a cleared text is "".
 type ChannelUpdated struct {
-	ChannelID   int64             `json:"channel_id"`
-	Name        Optional[string]  `json:"name,omitzero"`
-	Number      Optional[int]     `json:"number,omitzero"`
-	LogoURL     Optional[string]  `json:"logo_url,omitzero"`
-	Description Optional[string]  `json:"description,omitzero"`
-	Categories  Optional[[]int64] `json:"categories,omitzero"`
+	ChannelID      int64             `json:"channel_id"`
+	Name           Optional[string]  `json:"name,omitzero"`
+	Number         Optional[int]     `json:"number,omitzero"`
+	LogoURL        Optional[string]  `json:"logo_url,omitzero"`
+	Description    Optional[string]  `json:"description,omitzero"`
+	Categories     Optional[[]int64] `json:"categories,omitzero"`
+	TextName       Optional[string]  `json:"text_name,omitzero"`
+	Enabled        Optional[bool]    `json:"enabled,omitzero"`
+	TimeShiftDepth Optional[int]     `json:"time_shift_depth,omitzero"`
 }
 
 // ChannelDeleted records that a channel was deleted. Its id is never reused.

@@ -20,7 +20,7 @@ func benchCreated() domain.AccountCreated {
 
 func benchUpdated() domain.AccountUpdated {
 	return domain.AccountUpdated{AccountID: 123456, Fullname: domain.Some("Alice Jones"),
-		RegionTag: domain.Null[string](), DevicesPerAccountLimit: domain.Some(5)}
+		RegionTag: domain.Null[int64](), DevicesPerAccountLimit: domain.Some(5)}
 }
 
 func benchEnvelope() domain.Envelope {

@@ -289,9 +289,10 @@ func joinKinds() string {
 }
 
 // SendStart returns when the command may first be sent: its post_time, or
-// the time it was issued.
+// the time it was issued when it has none or one already past (a past
+// post_time means "now").
 func (c IssuedCommand) SendStart(issuedAt time.Time) time.Time {
-	if !c.PostTime.IsZero() {
+	if c.PostTime.After(issuedAt) {
 		return c.PostTime
 	}
 	return issuedAt

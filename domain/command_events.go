@@ -45,19 +45,39 @@ type CommandsIssued struct {
 // with an exact expected revision of command-{id} before the messages are
 // written, so two nodes never both deliver to one device: a device gets a
 // command at most once.
+//
+// The send-time round of a command without ttl records itself even when it
+// claims no device (Devices empty): the command was handled on time. Late
+// marks the claims of a late delivery: of a command without ttl whose send
+// time passed while no node ran.
 type CommandsSent struct {
 	SendID  int64   `json:"send_id"`
 	Index   int     `json:"index"`
 	Devices []int64 `json:"devices"`
 	Node    string  `json:"node,omitempty"`
+	Late    bool    `json:"late,omitempty"`
 }
 
-// CommandExpired records that the ttl of command Index passed: it is
-// delivered to no one from then on.
+// CommandExpired records that command Index is delivered to no one from
+// then on: its ttl passed (Reason empty), or one of the Expired* reasons.
 type CommandExpired struct {
-	SendID int64 `json:"send_id"`
-	Index  int   `json:"index"`
+	SendID int64  `json:"send_id"`
+	Index  int    `json:"index"`
+	Reason string `json:"reason,omitempty"`
 }
+
+// Reasons of CommandExpired for commands without ttl that were not handled
+// at their send time.
+const (
+	// ExpiredMissedSendTime: no node ran at the send time; the first node to
+	// start delivered it late to the target devices connected within its
+	// late window (the CommandsSent marked Late), then expired it.
+	ExpiredMissedSendTime = "missed_send_time"
+	// ExpiredTooLate: no node handled it in time to deliver it at all (a
+	// node started too long after the send time, or a running node was
+	// stalled past the grace): it went to no one.
+	ExpiredTooLate = "too_late"
+)
 
 // CommandsAcked records devices that acknowledged receipt of command Index.
 type CommandsAcked struct {

@@ -227,6 +227,9 @@ func TestSendStart(t *testing.T) {
 	if got := (domain.IssuedCommand{PostTime: at}).SendStart(issued); !got.Equal(at) {
 		t.Errorf("delayed command starts at %v", got)
 	}
+	if got := (domain.IssuedCommand{PostTime: issued.Add(-time.Hour)}).SendStart(issued); !got.Equal(issued) {
+		t.Errorf("command with a past post_time starts at %v, want when it was issued", got)
+	}
 }
 
 func TestDeliveryID(t *testing.T) {

@@ -96,12 +96,15 @@ func FuzzOptionalJSON(f *testing.F) {
 
 // optionalString builds an Optional from fuzz input: mode 0 absent, 1 null,
 // otherwise the value.
-func optionalString(mode uint8, v string) domain.Optional[string] {
+func optionalString(mode uint8, v string) domain.Optional[string] { return optionalOf(mode, v) }
+
+// optionalOf returns, by mode, an absent, null or present v.
+func optionalOf[T any](mode uint8, v T) domain.Optional[T] {
 	switch mode % 3 {
 	case 0:
-		return domain.Optional[string]{}
+		return domain.Optional[T]{}
 	case 1:
-		return domain.Null[string]()
+		return domain.Null[T]()
 	}
 	return domain.Some(v)
 }
@@ -110,15 +113,15 @@ func optionalString(mode uint8, v string) domain.Optional[string] {
 // round-trip through the registry, and deciding the same update on the new
 // state must append nothing (resync idempotence).
 func FuzzUpdateAccount(f *testing.F) {
-	f.Add(uint8(2), "bob", uint8(2), pin, uint8(2), "Bob", uint8(1), "", uint8(2), "msk", 3, uint8(2), true)
-	f.Add(uint8(1), "", uint8(1), "", uint8(1), "", uint8(2), "x\ny", uint8(0), "", -1, uint8(1), false)
+	f.Add(uint8(2), "bob", uint8(2), pin, uint8(2), "Bob", uint8(1), "", uint8(2), int64(5), 3, uint8(2), true)
+	f.Add(uint8(1), "", uint8(1), "", uint8(1), "", uint8(2), "x\ny", uint8(0), int64(-1), -1, uint8(1), false)
 	r := eventRegistry()
 	d := domain.AccountDecider()
 	f.Fuzz(func(t *testing.T, lm uint8, login string, pm uint8, pinIn string, fm uint8, fullname string,
-		cm uint8, contract string, rm uint8, region string, limit int, em uint8, enabled bool) {
+		cm uint8, contract string, rm uint8, region int64, limit int, em uint8, enabled bool) {
 		cmd := domain.UpdateAccount{
 			ID: 42, Login: optionalString(lm, login), PinMD5: optionalString(pm, pinIn), Fullname: optionalString(fm, fullname),
-			ContractInfo: optionalString(cm, contract), RegionTag: optionalString(rm, region),
+			ContractInfo: optionalString(cm, contract), RegionTag: optionalOf(rm, region),
 		}
 		switch em % 3 {
 		case 1:

@@ -99,8 +99,9 @@ func AppendJSONTime(dst []byte, t time.Time) (out []byte, ok bool) {
 
 // appendJSONInt and appendJSONBool have the shape of AppendJSONString so
 // that appendOptional and appendPtr can take any of them.
-func appendJSONInt(dst []byte, v int) []byte   { return strconv.AppendInt(dst, int64(v), 10) }
-func appendJSONBool(dst []byte, v bool) []byte { return strconv.AppendBool(dst, v) }
+func appendJSONInt(dst []byte, v int) []byte     { return strconv.AppendInt(dst, int64(v), 10) }
+func appendJSONBool(dst []byte, v bool) []byte   { return strconv.AppendBool(dst, v) }
+func appendJSONInt64(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }
 
 // appendOptional appends key and o's JSON (null or the value) when o is
 // present, as encoding/json writes an `omitzero` Optional field.

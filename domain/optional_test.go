@@ -112,7 +112,7 @@ func TestOptionalConvertsFromWire(t *testing.T) {
 // JSON round trip.
 func TestStrayNullIsCanonicalised(t *testing.T) {
 	stray := domain.Optional[string]{Present: true, Null: true, Value: "junk"}
-	accountSpec().Given(created, domain.AccountUpdated{AccountID: 42, RegionTag: domain.Some("msk")}).
-		When(domain.UpdateAccount{ID: 42, RegionTag: stray}).
-		Then(t, domain.AccountUpdated{AccountID: 42, RegionTag: domain.Null[string]()})
+	accountSpec().Given(created, domain.AccountUpdated{AccountID: 42, ContractInfo: domain.Some("c-1")}).
+		When(domain.UpdateAccount{ID: 42, ContractInfo: stray}).
+		Then(t, domain.AccountUpdated{AccountID: 42, ContractInfo: domain.Null[string]()})
 }

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"errors"
+	"net/url"
 	"time"
 )
 
@@ -16,8 +17,12 @@ type Provider struct {
 	DevicesPerAccountLimit *int
 	// FreeTariff is the tariff offered without a subscription; nil for none.
 	FreeTariff *int64
-	Billing    Billing
-	Deleted    bool
+	// RegionTag is the region the provider serves; nil for none.
+	RegionTag *int64
+	Comment   string // "" for none
+	LogoURL   string // "" for none
+	Billing   Billing
+	Deleted   bool
 }
 
 // Billing is a provider's personal-account ("billing") settings. Token is
@@ -34,12 +39,15 @@ func (p Provider) Exists() bool { return p.ID != 0 && !p.Deleted }
 
 // Limits of provider fields.
 const (
-	MaxProviderNameLen = 100
-	MaxBillingTokenLen = 256
+	MaxProviderNameLen    = 100
+	MaxProviderCommentLen = 1000
+	MaxBillingTokenLen    = 256
 )
 
 // Wire names of provider fields used in more than one place.
 const (
+	// RegionTagField names a provider's region, as TVIP spells it.
+	RegionTagField      = "region_tag"
 	providerNameField   = "name"
 	billingURLField     = "billing.url"
 	billingTokenField   = "billing.token"
@@ -47,9 +55,10 @@ const (
 )
 
 var (
-	providerNameRule  = textRule{max: MaxProviderNameLen, required: true, trimmed: true}
-	billingTokenRule  = textRule{max: MaxBillingTokenLen, trimmed: true}
-	errProviderTarget = errors.New("provider command decided on another provider's state")
+	providerNameRule    = textRule{max: MaxProviderNameLen, required: true, trimmed: true}
+	providerCommentRule = textRule{max: MaxProviderCommentLen, multiline: true}
+	billingTokenRule    = textRule{max: MaxBillingTokenLen, trimmed: true}
+	errProviderTarget   = errors.New("provider command decided on another provider's state")
 )
 
 // ProviderCommand is a command on a provider: CreateProvider,
@@ -59,23 +68,31 @@ type ProviderCommand interface {
 	providerCommand()
 }
 
-// CreateProvider creates provider ID. Enabled defaults to true.
+// CreateProvider creates provider ID. Enabled defaults to true. That the
+// region exists is checked outside the domain.
 type CreateProvider struct {
 	ID                     int64
 	Name                   string
 	Enabled                *bool
 	DevicesPerAccountLimit *int
 	FreeTariff             *int64
+	RegionTag              *int64
+	Comment                string
+	LogoURL                string
 	Billing                Billing
 }
 
-// UpdateProvider changes the fields present in it.
+// UpdateProvider changes the fields present in it. A null RegionTag,
+// Comment or LogoURL clears it.
 type UpdateProvider struct {
 	ID                     int64
 	Name                   Optional[string]
 	Enabled                Optional[bool]
 	DevicesPerAccountLimit Optional[int]
 	FreeTariff             Optional[int64]
+	RegionTag              Optional[int64]
+	Comment                Optional[string]
+	LogoURL                Optional[string]
 	Billing                BillingPatch
 }
 
@@ -121,6 +138,9 @@ func evolveProvider(s Provider, e Event) Provider {
 			Enabled:                e.Enabled,
 			DevicesPerAccountLimit: e.DevicesPerAccountLimit,
 			FreeTariff:             e.FreeTariff,
+			RegionTag:              e.RegionTag,
+			Comment:                e.Comment,
+			LogoURL:                e.LogoURL,
 			Billing:                Billing{Resolve: e.BillingResolve, URL: e.BillingURL, Token: e.BillingToken},
 		}
 	case ProviderUpdated:
@@ -128,6 +148,9 @@ func evolveProvider(s Provider, e Event) Provider {
 		applyValue(&s.Enabled, e.Enabled)
 		applyNullable(&s.DevicesPerAccountLimit, e.DevicesPerAccountLimit)
 		applyNullable(&s.FreeTariff, e.FreeTariff)
+		applyNullable(&s.RegionTag, e.RegionTag)
+		applyValue(&s.Comment, e.Comment)
+		applyValue(&s.LogoURL, e.LogoURL)
 		applyValue(&s.Billing.Resolve, e.BillingResolve)
 		applyValue(&s.Billing.URL, e.BillingURL)
 		applyValue(&s.Billing.Token, e.BillingToken)
@@ -174,6 +197,11 @@ func createProvider(s Provider, c CreateProvider) ([]Event, error) {
 	if c.FreeTariff != nil {
 		p.add("free_tariff", checkID(*c.FreeTariff))
 	}
+	if c.RegionTag != nil {
+		p.add(RegionTagField, checkID(*c.RegionTag))
+	}
+	p.add("comment", providerCommentRule.check(c.Comment))
+	p.add("logo_url", checkLogoURL(c.LogoURL))
 	checkBilling(&p, c.Billing)
 	if err := p.err(); err != nil {
 		return nil, err
@@ -188,6 +216,9 @@ func createProvider(s Provider, c CreateProvider) ([]Event, error) {
 		Enabled:                enabled,
 		DevicesPerAccountLimit: c.DevicesPerAccountLimit,
 		FreeTariff:             c.FreeTariff,
+		RegionTag:              c.RegionTag,
+		Comment:                c.Comment,
+		LogoURL:                c.LogoURL,
 		BillingResolve:         c.Billing.Resolve,
 		BillingURL:             c.Billing.URL,
 		BillingToken:           c.Billing.Token,
@@ -195,10 +226,16 @@ func createProvider(s Provider, c CreateProvider) ([]Event, error) {
 }
 
 // checkBilling validates billing settings as a whole: a stored URL is always
-// a valid one, and resolving needs both a URL and a token.
+// a valid one, without user information (the proxy would send it to
+// billing as Basic authorisation), and resolving needs both a URL and a
+// token.
 func checkBilling(p *problems, b Billing) {
 	if b.URL != "" || b.Resolve {
-		p.addErr(billingURLField, ValidateHTTPURL(b.URL))
+		if err := ValidateHTTPURL(b.URL); err != nil {
+			p.addErr(billingURLField, err)
+		} else if u, _ := url.Parse(b.URL); u.User != nil {
+			p.add(billingURLField, "must not contain user information (user:password@)")
+		}
 	}
 	p.add(billingTokenField, billingTokenRule.check(b.Token))
 	if b.Resolve && b.Token == "" {
@@ -214,6 +251,9 @@ func updateProvider(s Provider, c UpdateProvider) ([]Event, error) {
 	e.DevicesPerAccountLimit = patchNullable(&p, "devices_per_account_limit", c.DevicesPerAccountLimit, s.DevicesPerAccountLimit,
 		func(n int) string { return checkLimit(&n) })
 	e.FreeTariff = patchNullable(&p, "free_tariff", c.FreeTariff, s.FreeTariff, checkID)
+	e.RegionTag = patchNullable(&p, RegionTagField, c.RegionTag, s.RegionTag, checkID)
+	e.Comment = patchValue(&p, "comment", clearable(c.Comment), s.Comment, providerCommentRule.check)
+	e.LogoURL = patchValue(&p, "logo_url", clearable(c.LogoURL), s.LogoURL, checkLogoURL)
 	if b := c.Billing; b.Resolve.Present || b.URL.Present || b.Token.Present {
 		next := s.Billing
 		applyValue(&next.Resolve, b.Resolve)

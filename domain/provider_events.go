@@ -16,19 +16,26 @@ type ProviderCreated struct {
 	Enabled                bool   `json:"enabled"`
 	DevicesPerAccountLimit *int   `json:"devices_per_account_limit,omitempty"`
 	FreeTariff             *int64 `json:"free_tariff,omitempty"`
+	RegionTag              *int64 `json:"region_tag,omitempty"`
+	Comment                string `json:"comment,omitempty"`
+	LogoURL                string `json:"logo_url,omitempty"`
 	BillingResolve         bool   `json:"billing_resolve,omitempty"`
 	BillingURL             string `json:"billing_url,omitempty"`
 	BillingToken           string `json:"billing_token,omitempty"`
 }
 
 // ProviderUpdated carries the provider fields that changed. Nullable fields
-// (DevicesPerAccountLimit, FreeTariff) may be Null; the others never are.
+// (DevicesPerAccountLimit, FreeTariff, RegionTag) may be Null; the others
+// never are (a cleared comment or logo URL is "").
 type ProviderUpdated struct {
 	ProviderID             int64            `json:"provider_id"`
 	Name                   Optional[string] `json:"name,omitzero"`
 	Enabled                Optional[bool]   `json:"enabled,omitzero"`
 	DevicesPerAccountLimit Optional[int]    `json:"devices_per_account_limit,omitzero"`
 	FreeTariff             Optional[int64]  `json:"free_tariff,omitzero"`
+	RegionTag              Optional[int64]  `json:"region_tag,omitzero"`
+	Comment                Optional[string] `json:"comment,omitzero"`
+	LogoURL                Optional[string] `json:"logo_url,omitzero"`
 	BillingResolve         Optional[bool]   `json:"billing_resolve,omitzero"`
 	BillingURL             Optional[string] `json:"billing_url,omitzero"`
 	BillingToken           Optional[string] `json:"billing_token,omitzero"`
@@ -52,7 +59,7 @@ func (ProviderDeleted) EventType() string { return ProviderDeletedType }
 // changed reports whether the event carries any field.
 func (e ProviderUpdated) changed() bool {
 	return e.Name.Present || e.Enabled.Present || e.DevicesPerAccountLimit.Present ||
-		e.FreeTariff.Present || e.BillingResolve.Present || e.BillingURL.Present ||
+		e.FreeTariff.Present || e.RegionTag.Present || e.Comment.Present || e.LogoURL.Present || e.BillingResolve.Present || e.BillingURL.Present ||
 		e.BillingToken.Present
 }
 

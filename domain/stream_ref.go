@@ -10,15 +10,20 @@ type StreamKind uint8
 
 // The kinds of the streams the domain's stream helpers name.
 const (
-	StreamAccount  StreamKind = iota + 1 // AccountStream
-	StreamProvider                       // ProviderStream
-	StreamTariff                         // TariffStream
-	StreamChannel                        // ChannelStream
-	StreamCategory                       // CategoryStream
-	StreamAdmin                          // AdminStream
-	StreamCommand                        // CommandStream
-	StreamReceipt                        // ReceiptStream
-	StreamDevice                         // DeviceStream
+	StreamAccount    StreamKind = iota + 1 // AccountStream
+	StreamProvider                         // ProviderStream
+	StreamTariff                           // TariffStream
+	StreamChannel                          // ChannelStream
+	StreamCategory                         // CategoryStream
+	StreamAdmin                            // AdminStream
+	StreamCommand                          // CommandStream
+	StreamReceipt                          // ReceiptStream
+	StreamDevice                           // DeviceStream
+	StreamTariffTag                        // TariffTagStream
+	StreamRegion                           // RegionStream
+	StreamDeviceType                       // DeviceTypeStream
+	StreamNetworks                         // NetworksStream
+	lastStreamKind   = StreamNetworks
 )
 
 // streamPrefixes are the stream name prefixes by kind; every name of a kind
@@ -33,6 +38,11 @@ var streamPrefixes = [...]string{
 	StreamCommand:  "command-",
 	StreamReceipt:  "receipt-",
 	StreamDevice:   "device-",
+	// Underscores, not dashes: the first dash ends a stream's prefix.
+	StreamTariffTag:  "tariff_tag-",
+	StreamRegion:     "region-",
+	StreamDeviceType: "device_type-",
+	StreamNetworks:   "networks-",
 }
 
 // Prefix returns what the names of k's streams begin with ("account-"),
@@ -76,7 +86,8 @@ func (r StreamRef) Name() string {
 var idStreams = [...]func(int64) string{
 	StreamAccount: AccountStream, StreamProvider: ProviderStream, StreamTariff: TariffStream,
 	StreamChannel: ChannelStream, StreamCategory: CategoryStream, StreamCommand: CommandStream,
-	StreamReceipt: ReceiptStream, StreamDevice: DeviceStream,
+	StreamReceipt: ReceiptStream, StreamDevice: DeviceStream, StreamTariffTag: TariffTagStream,
+	StreamRegion: RegionStream, StreamDeviceType: DeviceTypeStream, StreamNetworks: NetworksStream,
 }
 
 // ParseStream is the inverse of the stream helpers (AccountStream,
@@ -92,7 +103,7 @@ func ParseStream(name string) (ref StreamRef, ok bool) {
 	}
 	prefix, rest := name[:dash+1], name[dash+1:]
 	var kind StreamKind
-	for k := StreamAccount; k <= StreamDevice; k++ {
+	for k := StreamAccount; k <= lastStreamKind; k++ {
 		if streamPrefixes[k] == prefix {
 			kind = k
 			break

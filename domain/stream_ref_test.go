@@ -9,14 +9,17 @@ import (
 
 // builders are the domain's stream name helpers, by kind.
 var builders = map[domain.StreamKind]func(int64) string{
-	domain.StreamAccount:  domain.AccountStream,
-	domain.StreamProvider: domain.ProviderStream,
-	domain.StreamTariff:   domain.TariffStream,
-	domain.StreamChannel:  domain.ChannelStream,
-	domain.StreamCategory: domain.CategoryStream,
-	domain.StreamCommand:  domain.CommandStream,
-	domain.StreamReceipt:  domain.ReceiptStream,
-	domain.StreamDevice:   domain.DeviceStream,
+	domain.StreamAccount:    domain.AccountStream,
+	domain.StreamProvider:   domain.ProviderStream,
+	domain.StreamTariff:     domain.TariffStream,
+	domain.StreamChannel:    domain.ChannelStream,
+	domain.StreamCategory:   domain.CategoryStream,
+	domain.StreamCommand:    domain.CommandStream,
+	domain.StreamReceipt:    domain.ReceiptStream,
+	domain.StreamDevice:     domain.DeviceStream,
+	domain.StreamTariffTag:  domain.TariffTagStream,
+	domain.StreamRegion:     domain.RegionStream,
+	domain.StreamDeviceType: domain.DeviceTypeStream,
 }
 
 func TestParseStreamReadsWhatTheHelpersWrite(t *testing.T) {
@@ -51,7 +54,8 @@ func TestParseStreamRejectsWhatNoHelperWrites(t *testing.T) {
 	for _, name := range []string{
 		"", "account", "account-", "account-0", "account--1", "account-007", "account-+7", "account-7 ",
 		" account-7", "account-7x", "account-9223372036854775808", "Account-7", "accounts-7", "admin-",
-		"ids-account", "login-1-x", "idem-abc", "receipt", "-7", "device-1-2",
+		"ids-account", "login-1-x", "idem-abc", "receipt", "-7", "device-1-2", "device_type-", "tariff_tag-0",
+		"region-x", "device-type-1",
 	} {
 		if ref, ok := domain.ParseStream(name); ok || ref != (domain.StreamRef{}) {
 			t.Errorf("ParseStream(%q) = %+v, %v; want nothing", name, ref, ok)

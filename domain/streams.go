@@ -22,6 +22,15 @@ func ChannelStream(id int64) string { return "channel-" + strconv.FormatInt(id, 
 // CategoryStream returns "category-{id}".
 func CategoryStream(id int64) string { return "category-" + strconv.FormatInt(id, 10) }
 
+// TariffTagStream returns "tariff_tag-{id}".
+func TariffTagStream(id int64) string { return "tariff_tag-" + strconv.FormatInt(id, 10) }
+
+// RegionStream returns "region-{id}".
+func RegionStream(id int64) string { return "region-" + strconv.FormatInt(id, 10) }
+
+// DeviceTypeStream returns "device_type-{id}".
+func DeviceTypeStream(id int64) string { return "device_type-" + strconv.FormatInt(id, 10) }
+
 // AdminStream returns "admin-{login}". Admin logins are limited to
 // [A-Za-z0-9._@-], so the name needs no escaping.
 func AdminStream(login string) string { return "admin-" + login }

@@ -16,7 +16,10 @@ type Tariff struct {
 	Enabled     bool
 	Channels    []int64 // channel ids, no repeats, in the order given
 	Description string  // "" for none
-	Deleted     bool
+	// Tag is the tariff tag of the same provider the tariff is labelled
+	// with; nil for none.
+	Tag     *int64
+	Deleted bool
 }
 
 // Exists reports whether the tariff was created and not deleted.
@@ -34,6 +37,9 @@ const (
 	RecommendedTariffDescriptionLen = 300
 )
 
+// TariffTagField is the wire name of a tariff's tag, as TVIP spells it.
+const TariffTagField = "tarif_tag"
+
 var (
 	tariffNameRule        = textRule{max: MaxTariffNameLen, required: true, trimmed: true}
 	tariffDescriptionRule = textRule{max: MaxTariffDescriptionLen, multiline: true}
@@ -48,8 +54,8 @@ type TariffCommand interface {
 }
 
 // CreateTariff creates tariff ID of Provider. Enabled defaults to true;
-// repeated channel ids are dropped. That Provider and the channels exist is
-// checked outside the domain.
+// repeated channel ids are dropped. That Provider, the channels and the tag
+// exist (the tag as one of Provider's) is checked outside the domain.
 type CreateTariff struct {
 	ID          int64
 	Provider    int64
@@ -57,11 +63,12 @@ type CreateTariff struct {
 	Enabled     *bool
 	Channels    []int64
 	Description string
+	Tag         *int64
 }
 
 // UpdateTariff changes the fields present in it. Provider may be present
 // (resync jobs re-send it) but must equal the tariff's provider. A null
-// Channels or Description clears it.
+// Channels, Description or Tag clears it.
 type UpdateTariff struct {
 	ID          int64
 	Provider    Optional[int64]
@@ -69,6 +76,7 @@ type UpdateTariff struct {
 	Enabled     Optional[bool]
 	Channels    Optional[[]int64]
 	Description Optional[string]
+	Tag         Optional[int64]
 }
 
 // DeleteTariff deletes tariff ID. Subscriptions that refer to it are left
@@ -107,12 +115,14 @@ func evolveTariff(s Tariff, e Event) Tariff {
 			Enabled:     e.Enabled,
 			Channels:    e.Channels,
 			Description: e.Description,
+			Tag:         e.Tag,
 		}
 	case TariffUpdated:
 		applyValue(&s.Name, e.Name)
 		applyValue(&s.Enabled, e.Enabled)
 		applyValue(&s.Channels, e.Channels)
 		applyValue(&s.Description, e.Description)
+		applyNullable(&s.Tag, e.Tag)
 	case TariffDeleted:
 		s.Deleted = true
 	}
@@ -158,6 +168,9 @@ func createTariff(s Tariff, c CreateTariff) ([]Event, error) {
 	channels, problem := cloneIDs(c.Channels, MaxTariffChannels)
 	p.add("channels", problem)
 	p.add("description", tariffDescriptionRule.check(c.Description))
+	if c.Tag != nil {
+		p.add(TariffTagField, checkID(*c.Tag))
+	}
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -171,6 +184,7 @@ func createTariff(s Tariff, c CreateTariff) ([]Event, error) {
 		Enabled:     c.Enabled == nil || *c.Enabled,
 		Channels:    channels,
 		Description: c.Description,
+		Tag:         c.Tag,
 	}}, nil
 }
 
@@ -183,6 +197,7 @@ func updateTariff(s Tariff, c UpdateTariff) ([]Event, error) {
 	e.Name = patchValue(&p, "name", c.Name, s.Name, tariffNameRule.check)
 	e.Enabled = patchValue(&p, "enabled", c.Enabled, s.Enabled, nil)
 	e.Description = patchValue(&p, "description", clearable(c.Description), s.Description, tariffDescriptionRule.check)
+	e.Tag = patchNullable(&p, TariffTagField, c.Tag, s.Tag, checkID)
 	if c.Channels.Present {
 		given, _ := c.Channels.Get() // null clears
 		channels, problem := cloneIDs(given, MaxTariffChannels)
@@ -194,7 +209,7 @@ func updateTariff(s Tariff, c UpdateTariff) ([]Event, error) {
 	if err := p.err(); err != nil {
 		return nil, err
 	}
-	if !e.Name.Present && !e.Enabled.Present && !e.Channels.Present && !e.Description.Present {
+	if !e.Name.Present && !e.Enabled.Present && !e.Channels.Present && !e.Description.Present && !e.Tag.Present {
 		return nil, nil
 	}
 	return []Event{e}, nil

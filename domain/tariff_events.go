@@ -16,16 +16,18 @@ type TariffCreated struct {
 	Enabled     bool    `json:"enabled"`
 	Channels    []int64 `json:"channels"`
 	Description string  `json:"description,omitempty"`
+	Tag         *int64  `json:"tag,omitempty"`
 }
 
-// TariffUpdated carries the tariff fields that changed; none is ever Null
-// (a null description or channel list is stored as empty).
+// TariffUpdated carries the tariff fields that changed. Only Tag may be
+// Null (no tag); a null description or channel list is stored as empty.
 type TariffUpdated struct {
 	TariffID    int64             `json:"tariff_id"`
 	Name        Optional[string]  `json:"name,omitzero"`
 	Enabled     Optional[bool]    `json:"enabled,omitzero"`
 	Channels    Optional[[]int64] `json:"channels,omitzero"`
 	Description Optional[string]  `json:"description,omitzero"`
+	Tag         Optional[int64]   `json:"tag,omitzero"`
 }
 
 // TariffDeleted records that a tariff was deleted. Its id is never reused.

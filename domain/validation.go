@@ -166,6 +166,14 @@ func checkID(id int64) string {
 	return ""
 }
 
+// checkRefPtr validates a nullable reference to another entity by id.
+func checkRefPtr(id *int64) string {
+	if id == nil {
+		return ""
+	}
+	return checkID(*id)
+}
+
 // checkTime validates a date-time of a command: set, and within years
 // 1–9999 so that it can be stored as RFC 3339.
 func checkTime(t time.Time) string {

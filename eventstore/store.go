@@ -88,6 +88,10 @@ var (
 	ErrInvalidAppend = errors.New("eventstore: invalid append")
 	// ErrClosed: the store or subscription was closed.
 	ErrClosed = errors.New("eventstore: closed")
+	// ErrUnavailable: the store cannot be reached now (a server backend
+	// lost its server). The outcome of an append that fails with it is
+	// unknown: resending the same append finds out.
+	ErrUnavailable = errors.New("eventstore: unavailable")
 )
 
 // WrongRevisionError tells which revision the stream had when an append's

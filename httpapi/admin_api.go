@@ -16,7 +16,7 @@ import (
 
 // mountAdmin adds the Admin API routes to g:
 //
-//	GET    /{providers,tariffs,channels,categories}        list: {"data":[...],"total":N,"start":S,"limit":L}
+//	GET    /{providers,tariffs,channels,categories,regions} list: {"data":[...],"total":N,"start":S,"limit":L}
 //	GET    /{...}/{id}                                     one object
 //	POST   /{...}                                          create (no id) or partial update (with id); 200 and the object
 //	PUT    /{...}/{id}                                     partial update (POST /{...}/{id} too); 200 and the object
@@ -87,6 +87,17 @@ func mountAdmin(g *gin.RouterGroup, api AdminAPI, idem Idempotency) {
 		},
 		decode: decodeAdminCategory, view: func(cat domain.Category) any { return adminCategoryView(cat) },
 	}.mount(g)
+
+	if api.RegionReads != nil {
+		adminResource[domain.Region, command.NameFields, readmodel.RegionQuery]{
+			path: "/regions", what: "region", idem: idem, writes: api.Regions, reads: api.RegionReads,
+			spec: ListSpec{Sort: readmodel.NamedSortFields},
+			query: func(q ListQuery) (readmodel.RegionQuery, bool) {
+				return readmodel.RegionQuery{Page: adminPage(q), Search: q.QuickSearch}, true
+			},
+			decode: decodeAdminCategory, view: func(r domain.Region) any { return adminRegionView(r) },
+		}.mount(g)
+	}
 
 	admins := adminAdmins{writes: api.Admins, reads: api.AdminReads, idem: idem}
 	g.GET("/admins", admins.list)

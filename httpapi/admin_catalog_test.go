@@ -43,13 +43,15 @@ func TestAdminChannelRoundTrip(t *testing.T) {
 	})
 	id := admID(t, created)
 	want := `{"id":` + admItoa(id) + `,"name":"First","number":1,"logo_url":"https://cdn.example/1.png",
-		"description":"The first one","categories":[` + admItoa(news) + `,` + admItoa(sport) + `]}`
+		"description":"The first one","categories":[` + admItoa(news) + `,` + admItoa(sport) + `],
+		"text_name":null,"enabled":true,"time_shift_depth":null}`
 	admSame(t, created, want)
 	admSame(t, su.ok(t, http.MethodGet, admPath("/channels", id), nil), want)
 
 	// Null clears the optional text; [] clears the categories.
 	admSame(t, su.ok(t, http.MethodPut, admPath("/channels", id), map[string]any{"logo_url": nil, "description": nil, "categories": []int{}, "number": 7}),
-		`{"id":`+admItoa(id)+`,"name":"First","number":7,"logo_url":null,"description":null,"categories":[]}`)
+		`{"id":`+admItoa(id)+`,"name":"First","number":7,"logo_url":null,"description":null,"categories":[],
+			"text_name":null,"enabled":true,"time_shift_depth":null}`)
 	// POST with id.
 	updated := su.ok(t, http.MethodPost, "/channels", map[string]any{"id": id, "name": "Premier"})
 	if updated["name"] != "Premier" || updated["number"] != float64(7) {
@@ -103,12 +105,13 @@ func TestAdminTariffRoundTrip(t *testing.T) {
 	})
 	id := admID(t, created)
 	want := `{"id":` + admItoa(id) + `,"provider":` + admItoa(p) + `,"name":"Basic","enabled":false,
-		"channels":[` + admItoa(ch2) + `,` + admItoa(ch1) + `],"description":"Two channels"}`
+		"channels":[` + admItoa(ch2) + `,` + admItoa(ch1) + `],"description":"Two channels","tarif_tag":null}`
 	admSame(t, created, want)
 	admSame(t, su.ok(t, http.MethodGet, admPath("/tariffs", id), nil), want)
 
 	admSame(t, su.ok(t, http.MethodPut, admPath("/tariffs", id), map[string]any{"enabled": true, "description": nil, "channels": []int64{ch1}, "provider": p}),
-		`{"id":`+admItoa(id)+`,"provider":`+admItoa(p)+`,"name":"Basic","enabled":true,"channels":[`+admItoa(ch1)+`],"description":null}`)
+		`{"id":`+admItoa(id)+`,"provider":`+admItoa(p)+`,"name":"Basic","enabled":true,"channels":[`+admItoa(ch1)+`],"description":null,
+			"tarif_tag":null}`)
 	updated := su.ok(t, http.MethodPost, "/tariffs", map[string]any{"id": id, "name": "Basic+"})
 	if updated["name"] != "Basic+" || updated["enabled"] != true {
 		t.Fatalf("POST update: %v", updated)

@@ -25,28 +25,23 @@ func FuzzAdminDecode(f *testing.F) {
 		`{"login":"ops","password":12345678,"provider":null}`,
 		`{"login":["x"],"password":{},"provider":"x"}`,
 		`{"id":"x","billing":[1]}`,
+		`{"name":"Acme","region_tag":2,"comment":"c\nd","logo_url":null}`,
+		`{"region_tag":"x","comment":5,"logo_url":""}`,
+		`{"provider":1,"name":"T","tarif_tag":null}`,
+		`{"name":"C","text_name":null,"enabled":"0","time_shift_depth":"72"}`,
+		`{"time_shift_depth":-1,"text_name":[1],"enabled":null}`,
 		`[]`, `null`, ``, `{"a":`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		check := func(name string, decode func(o *wire.Object) any) {
-			o, err := wire.DecodeObject(data, wire.DecodeOptions{})
-			if err != nil {
-				return
-			}
-			id := adminBodyID(o)
-			v := decode(o)
-			if err := o.Err(); err != nil {
-				fe, ok := err.(wire.FieldErrors)
-				if !ok || len(fe) == 0 {
-					t.Fatalf("%s: error %T %v is not a list of field errors", name, err, err)
-				}
-				for field := range fe {
-					if field == "" || strings.HasPrefix(field, ".") {
-						t.Fatalf("%s: unnamed field in %v", name, fe)
-					}
-				}
+			var id wire.Optional[int64]
+			v, ok := fuzzDecode(t, name, data, func(o *wire.Object) any {
+				id = adminBodyID(o)
+				return decode(o)
+			})
+			if !ok {
 				return
 			}
 			if n, ok := id.Get(); ok && n <= 0 {
@@ -63,6 +58,31 @@ func FuzzAdminDecode(f *testing.F) {
 		check("category", func(o *wire.Object) any { return decodeAdminCategory(o) })
 		check("admin", func(o *wire.Object) any { return decodeAdminAdmin(o) })
 	})
+}
+
+// fuzzDecode decodes data as a request body with decode. ok is false when
+// data is not a JSON object or decode refused some fields; then every
+// refused field must be named.
+func fuzzDecode(t *testing.T, name string, data []byte, decode func(o *wire.Object) any) (v any, ok bool) {
+	t.Helper()
+	o, err := wire.DecodeObject(data, wire.DecodeOptions{})
+	if err != nil {
+		return nil, false
+	}
+	v = decode(o)
+	if err := o.Err(); err != nil {
+		fe, ok := err.(wire.FieldErrors)
+		if !ok || len(fe) == 0 {
+			t.Fatalf("%s: error %T %v is not a list of field errors", name, err, err)
+		}
+		for field := range fe {
+			if field == "" || strings.HasPrefix(field, ".") {
+				t.Fatalf("%s: unnamed field in %v", name, fe)
+			}
+		}
+		return nil, false
+	}
+	return v, true
 }
 
 // adminCheckDecoded checks the invariants of decoded fields.
@@ -91,8 +111,12 @@ func adminCheckDecoded(t *testing.T, name string, v any) {
 	case command.ChannelFields:
 		notNull("name", f.Name.IsNull())
 		notNull("number", f.Number.IsNull())
+		notNull("enabled", f.Enabled.IsNull())
 		if n, ok := f.Number.Get(); ok && (n < 0 || n > domain.MaxChannelNumber) {
 			t.Fatalf("%s: number %d accepted", name, n)
+		}
+		if n, ok := f.TimeShiftDepth.Get(); ok && (n < 0 || n > domain.MaxTimeShiftDepth) {
+			t.Fatalf("%s: time_shift_depth %d accepted", name, n)
 		}
 	case command.AdminFields:
 		notNull("login", f.Login.IsNull())

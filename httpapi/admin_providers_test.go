@@ -21,7 +21,7 @@ func TestAdminProviderRoundTrip(t *testing.T) {
 	})
 	id := admID(t, created)
 	want := `{"id":` + admItoa(id) + `,"name":"Acme TV","enabled":true,"devices_per_account_limit":3,"free_tariff":null,
-		"billing":{"resolve":true,"url":"https://billing.acme.tv/api","token_set":true}}`
+		"region_tag":null,"comment":null,"logo_url":null,"billing":{"resolve":true,"url":"https://billing.acme.tv/api","token_set":true}}`
 	admSame(t, created, want)
 
 	status, raw := su.call(t, http.MethodGet, admPath("/providers", id), nil)
@@ -44,7 +44,7 @@ func TestAdminProviderRoundTrip(t *testing.T) {
 		"billing": map[string]any{"resolve": false, "token": nil},
 	})
 	admSame(t, updated, `{"id":`+admItoa(id)+`,"name":"Acme","enabled":false,"devices_per_account_limit":null,"free_tariff":null,
-		"billing":{"resolve":false,"url":"https://billing.acme.tv/api","token_set":false}}`)
+		"region_tag":null,"comment":null,"logo_url":null,"billing":{"resolve":false,"url":"https://billing.acme.tv/api","token_set":false}}`)
 
 	// The free tariff must be one of the provider's own tariffs.
 	tariff := admID(t, su.ok(t, http.MethodPost, "/tariffs", map[string]any{"provider": id, "name": "Basic"}))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"tvsm/httpapi/console"
 	"tvsm/internal/app"
 	"tvsm/internal/platform/throttle"
 )
@@ -31,16 +32,23 @@ type API struct {
 	// Billing configures the billing proxy under /api/device/billing (its
 	// Identity defaults to the device of the token); nil leaves it out.
 	Billing *BillingOptions
+	// ProfilerElsewhere leaves the profiler out of /api/admin: NewOps
+	// serves it on the operators' listener.
+	ProfilerElsewhere bool
 }
 
 // Mount adds the Provider API (/api/provider) and the Admin API (/api/admin)
-// to engine, both behind HTTP Basic authentication, and the Device API
-// (/api/device), behind device tokens.
+// to engine, both behind HTTP Basic authentication, the Device API
+// (/api/device), behind device tokens, and the admin console's page and
+// files (/admin/, which call those APIs from the browser).
 func Mount(engine *gin.Engine, api API) {
+	console.Mount(engine)
 	auth := BasicAuth(api.Auth)
 	admin := engine.Group("/api/admin", auth)
 	mountAdmin(admin, api.Admin, api.Idempotency)
-	mountDebug(admin)
+	if !api.ProfilerElsewhere {
+		mountDebug(admin)
+	}
 	mountProvider(engine.Group("/api/provider", auth), api.Provider, api.Idempotency)
 	mountDevice(engine.Group("/api/device"), api.Device, api.Sockets, api.DeviceLogins)
 	if api.Billing != nil && api.Device.Sessions != nil {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,9 +35,24 @@ type BcryptOptions struct {
 	// so that they take as long as wrong passwords. Set it to the cost
 	// passwords are hashed with (default bcrypt.DefaultCost).
 	DummyCost int
+	// MaxChecks bounds the password checks (bcrypt comparisons) running at
+	// once (default DefaultMaxPasswordChecks); a check beyond it is refused
+	// at once with ErrPasswordChecksBusy rather than queued, so that failed
+	// logins, however many, take at most this many cores from the requests
+	// whose credentials are cached. Negative means no bound.
+	MaxChecks int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
+
+// DefaultMaxPasswordChecks is BcryptOptions.MaxChecks's default: half the
+// cores Go uses, at least one.
+func DefaultMaxPasswordChecks() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+
+// ErrPasswordChecksBusy is what Authenticate returns when MaxChecks
+// password checks are running already: the credentials were not checked
+// (answered 503 with Retry-After).
+var ErrPasswordChecksBusy = errors.New("too many password checks in progress")
 
 // BcryptAuthenticator checks admin passwords against their bcrypt hashes.
 //
@@ -54,13 +70,14 @@ type BcryptAuthenticator struct {
 	ttl    time.Duration
 	now    func() time.Time
 	dummy  []byte
-	mac    sync.Pool // of *macState keyed with the process's cache key
+	checks chan struct{} // a token per running comparison; nil: no bound
+	mac    sync.Pool     // of *macState keyed with the process's cache key
 
 	mu    sync.Mutex
 	byKey map[cacheKey]*list.Element // of *cacheEntry
 	order *list.List                 // oldest verification first
 
-	comparisons atomic.Uint64
+	comparisons, refused atomic.Uint64
 }
 
 type cacheKey [sha256.Size]byte
@@ -94,6 +111,12 @@ func NewBcryptAuthenticator(lookup CredentialLookup, opts BcryptOptions) *Bcrypt
 	if a.now == nil {
 		a.now = time.Now
 	}
+	switch {
+	case opts.MaxChecks == 0:
+		a.checks = make(chan struct{}, DefaultMaxPasswordChecks())
+	case opts.MaxChecks > 0:
+		a.checks = make(chan struct{}, opts.MaxChecks)
+	}
 	cost := opts.DummyCost
 	if cost == 0 {
 		cost = bcrypt.DefaultCost
@@ -116,20 +139,19 @@ func (a *BcryptAuthenticator) Authenticate(ctx context.Context, login, password 
 	}
 	hashed, provider, ok := a.lookup(login)
 	if !ok || hashed == "" || len(password) > maxBcryptPassword {
-		a.compare(a.dummy, password) // as long as a real check
+		if err := a.compare(a.dummy, password); errors.Is(err, ErrPasswordChecksBusy) { // as long as a real check
+			return Principal{}, err
+		}
 		return Principal{}, ErrBadCredentials
 	}
-	p := Principal{Login: login}
-	if provider != nil {
-		id := *provider
-		p.Provider = &id
-	}
-
+	p := principal(login, provider)
 	key := a.key(login, password, hashed)
 	if a.cached(key) {
 		return p, nil
 	}
 	switch err := a.compare([]byte(hashed), password); {
+	case errors.Is(err, ErrPasswordChecksBusy):
+		return Principal{}, err
 	case errors.Is(err, bcrypt.ErrMismatchedHashAndPassword):
 		return Principal{}, ErrBadCredentials
 	case err != nil:
@@ -139,11 +161,44 @@ func (a *BcryptAuthenticator) Authenticate(ctx context.Context, login, password 
 	return p, nil
 }
 
+// Verified returns the principal of login when its password was verified
+// recently (the cache): no check is needed, and none is made.
+func (a *BcryptAuthenticator) Verified(login, password string) (Principal, bool) {
+	hashed, provider, ok := a.lookup(login)
+	if !ok || hashed == "" || len(password) > maxBcryptPassword || !a.cached(a.key(login, password, hashed)) {
+		return Principal{}, false
+	}
+	return principal(login, provider), true
+}
+
+func principal(login string, provider *int64) Principal {
+	p := Principal{Login: login}
+	if provider != nil {
+		id := *provider
+		p.Provider = &id
+	}
+	return p
+}
+
 // Comparisons returns how many bcrypt comparisons the authenticator has
 // made: every check that the cache did not answer.
 func (a *BcryptAuthenticator) Comparisons() uint64 { return a.comparisons.Load() }
 
+// Refused returns how many checks were refused because MaxChecks were
+// running.
+func (a *BcryptAuthenticator) Refused() uint64 { return a.refused.Load() }
+
+// compare runs one bcrypt comparison, when a slot is free.
 func (a *BcryptAuthenticator) compare(hashed []byte, password string) error {
+	if a.checks != nil {
+		select {
+		case a.checks <- struct{}{}:
+			defer func() { <-a.checks }()
+		default:
+			a.refused.Add(1)
+			return ErrPasswordChecksBusy
+		}
+	}
 	a.comparisons.Add(1)
 	return bcrypt.CompareHashAndPassword(hashed, []byte(password))
 }

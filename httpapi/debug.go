@@ -11,8 +11,12 @@ import (
 // and `GET .../heap?gc=1` collects garbage first, which the broadcast
 // benchmark uses to measure live memory per connection.
 func mountDebug(g *gin.RouterGroup) {
-	d := g.Group("/debug/pprof", superadminOnly)
-	d.GET("/", gin.WrapF(pprof.Index))
+	mountProfiler(g.Group("/debug/pprof", superadminOnly))
+}
+
+// mountProfiler adds Go's profiler's routes to d.
+func mountProfiler(d *gin.RouterGroup) {
+	d.GET("", gin.WrapF(pprof.Index)) // also .../pprof/: the server strips the slash
 	d.GET("/cmdline", gin.WrapF(pprof.Cmdline))
 	d.GET("/profile", gin.WrapF(pprof.Profile))
 	d.GET("/symbol", gin.WrapF(pprof.Symbol))

@@ -167,37 +167,64 @@ func (h *deviceHandlers) login(c *gin.Context) {
 		return
 	}
 	in.RequestID = RequestID(c.Request.Context())
+	in.Address = c.ClientIP()
 	login, addr := strconv.FormatInt(in.Provider, 10)+"/"+in.Login, c.ClientIP()
-	if ok, wait := h.logins.Allow(login, addr); !ok {
-		writeAuthError(c, Throttled(wait))
-		return
-	}
-	s, err := h.api.Writes.Login(c.Request.Context(), in)
-	var limit *domain.DeviceLimitError
+	s, err := h.throttledLogin(c.Request.Context(), login, addr, in)
+	var (
+		limit     *domain.DeviceLimitError
+		throttled *ThrottledError
+	)
 	switch {
+	case errors.As(err, &throttled):
+		writeAuthError(c, err)
+		return
 	case errors.Is(err, command.ErrBadDeviceCredentials):
-		h.logins.Fail(login, addr)
 		WriteError(c, Unauthorized("invalid provider, login or password"))
 		return
 	case errors.As(err, &limit):
-		h.logins.Succeed(login)
 		writeDeviceLimit(c, limit)
 		return
 	case err != nil:
 		WriteError(c, err)
 		return
 	}
-	h.logins.Succeed(login)
 	c.JSON(http.StatusOK, deviceLoginAnswer{
 		Token: s.Token, AccountID: s.Account, DeviceID: s.Device,
 		ServicesAvailable: s.ServicesAvailable, Message: s.Message, Expires: wire.NewDateTime(s.Expires, nil),
 	})
 }
 
+// throttledLogin logs the device in unless the login guard refuses the
+// attempt (a *ThrottledError), and records the outcome with the guard: a
+// refusal by the device limit is a success, since the password matched.
+func (h *deviceHandlers) throttledLogin(ctx context.Context, login, addr string, in command.DeviceLoginInput) (command.DeviceSession, error) {
+	attempt, wait, ok := h.logins.Begin(ctx, login, addr)
+	if !ok {
+		return command.DeviceSession{}, Throttled(wait)
+	}
+	var (
+		s        command.DeviceSession
+		err      error
+		returned bool
+	)
+	defer func() {
+		outcome := err
+		if limit := (*domain.DeviceLimitError)(nil); errors.As(err, &limit) {
+			outcome = nil
+		}
+		finishAttempt(attempt, returned, outcome, command.ErrBadDeviceCredentials)
+	}()
+	s, err = h.api.Writes.Login(ctx, in)
+	returned = true
+	return s, err
+}
+
 // decodeDeviceLogin reads a login body; type errors and missing fields are
-// recorded on obj (provider, device.unique_id, ...).
+// recorded on obj (provider, device.unique_id, ...). A body with neither
+// login nor password_md5 asks to log in by the account network of the
+// client's address.
 func decodeDeviceLogin(obj *wire.Object) command.DeviceLoginInput {
-	obj.Require("provider", "login", "password_md5", "device")
+	obj.Require("provider", "device")
 	in := command.DeviceLoginInput{
 		Provider:    obj.Int64("provider").Or(0),
 		Login:       obj.String("login").Or(""),
@@ -208,6 +235,8 @@ func decodeDeviceLogin(obj *wire.Object) command.DeviceLoginInput {
 		in.UniqueID = dev.String("unique_id").Or("")
 		in.Class = domain.DeviceClass(dev.String("class").Or(""))
 		in.Model = dev.String("model").Or("")
+		in.Firmware = dev.String("firmware").Or("")
+		in.OS = dev.String("os").Or("")
 	}
 	return in
 }
@@ -358,7 +387,11 @@ func decodeViewing(obj *wire.Object) []command.ViewingSession {
 func (h *deviceHandlers) websocket(c *gin.Context) {
 	d, _ := CurrentDevice(c)
 	id := wsgateway.Identity{Device: d.Device, Account: d.Account, Provider: d.Provider, Address: c.ClientIP()}
-	if err := h.sockets.Upgrade(c.Writer, c.Request, id); err != nil {
+	err := h.sockets.Upgrade(c.Writer, c.Request, id)
+	switch {
+	case errors.Is(err, wsgateway.ErrAddressFull):
+		writeAddressFull(c, err)
+	case err != nil:
 		_ = c.Error(err) // the upgrader answered the client
 	}
 	c.Abort()

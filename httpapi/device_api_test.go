@@ -200,7 +200,13 @@ func TestDeviceLogin(t *testing.T) {
 			body   any
 			fields []string
 		}{
-			{map[string]any{}, []string{"provider", "login", "password_md5", "device"}},
+			// Neither login nor password_md5 asks for a login by network;
+			// one without the other names the missing one.
+			{map[string]any{}, []string{"provider", "device"}},
+			{map[string]any{"provider": r.provider, "login": r.login, "device": map[string]any{"unique_id": "u", "class": "tv"}}, []string{"password_md5"}},
+			{map[string]any{"provider": r.provider, "password_md5": md5hex(devPassword), "device": map[string]any{"unique_id": "u", "class": "tv"}}, []string{"login"}},
+			{map[string]any{"provider": r.provider, "login": r.login, "password_md5": md5hex(devPassword),
+				"device": map[string]any{"unique_id": "u", "class": "tv", "firmware": "fw\x00", "os": strings.Repeat("o", 129)}}, []string{"device.firmware", "device.os"}},
 			{map[string]any{"provider": "x", "login": r.login, "password_md5": "abc", "device": map[string]any{"unique_id": "u", "class": "fridge"}},
 				[]string{"provider", "password_md5", "device.class"}},
 			{map[string]any{"provider": r.provider, "login": r.login, "password_md5": md5hex(devPassword), "device": map[string]any{"class": "tv", "model": strings.Repeat("m", 200)}},
@@ -269,11 +275,39 @@ func TestDeviceLimit(t *testing.T) {
 	status, body := r.env.Do(t, http.MethodPost, "/api/device/login", "", "", r.loginBody("tight", "t2", devPassword))
 	devFails(t, status, body, http.StatusForbidden, "device_limit")
 
-	// No limit on either: unlimited.
+	// No limit on either: the node's default (100 unless configured).
 	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/providers/%d", r.provider), map[string]any{"devices_per_account_limit": nil})
 	for i := range 6 {
 		r.loginOK(t, r.login, fmt.Sprint("many-", i))
 	}
+}
+
+// When neither the account nor its provider sets a limit, the node's
+// default holds, for device logins and the Provider API's binds alike; a
+// limit of the provider or the account lifts it.
+func TestDefaultDeviceLimit(t *testing.T) {
+	r := newDevRig(t, nodetest.Options{DefaultDeviceLimit: 2})
+	r.loginOK(t, r.login, "d1")
+	r.loginOK(t, r.login, "d2")
+	unchanged(t, r.env, "bind over the default limit", func() {
+		status, body := r.env.Do(t, http.MethodPost, "/api/device/login", "", "", r.loginBody(r.login, "d3", devPassword))
+		devFails(t, status, body, http.StatusForbidden, "device_limit")
+		status, body = r.env.Super(t, http.MethodPost, "/api/provider/devices", map[string]any{"account": r.account, "unique_id": "d3"})
+		if e := devFails(t, status, body, http.StatusBadRequest, "validation_failed"); !strings.Contains(e.Fields["account"], "maximum of 2") {
+			t.Fatalf("provider bind over the default: %s", body)
+		}
+	})
+	// The account's own limit lifts the default.
+	r.super(t, http.MethodPost, "/api/provider/accounts", map[string]any{"id": r.account, "devices_per_account_limit": 3})
+	r.loginOK(t, r.login, "d3")
+	// So does the provider's, for accounts without their own.
+	r.newAccount(t, "second-owner", nil)
+	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/providers/%d", r.provider), map[string]any{"devices_per_account_limit": 4})
+	for _, uid := range []string{"s1", "s2", "s3", "s4"} {
+		r.loginOK(t, "second-owner", uid)
+	}
+	status, body := r.env.Do(t, http.MethodPost, "/api/device/login", "", "", r.loginBody("second-owner", "s5", devPassword))
+	devFails(t, status, body, http.StatusForbidden, "device_limit")
 }
 
 // A unique id bound to another account moves: bound to the new account,
@@ -298,6 +332,36 @@ func TestDeviceMovesBetweenAccounts(t *testing.T) {
 	devFails(t, status, body, http.StatusUnauthorized, "unauthorized")
 	if status, body = r.deviceDo(t, http.MethodGet, "/api/device/channels", moved.Token, nil); status != http.StatusOK {
 		t.Fatalf("token of the moved device: %d %s", status, body)
+	}
+}
+
+// A unique id is scoped to its provider: a login to provider A with the
+// unique id of a device bound under provider B binds a device of A and
+// leaves B's device, its token and its admin's view, as they were.
+func TestDeviceOfAnotherProviderIsNotTakenOver(t *testing.T) {
+	r := newDevRig(t, nodetest.Options{})
+	theirs := r.loginOK(t, r.login, "shared-serial")
+	intruderProvider := r.create(t, "/api/admin/providers", map[string]any{"name": "Intruder ISP"})
+	r.create(t, "/api/provider/accounts", map[string]any{
+		"login": "intruder", "pin_md5": md5hex(devPassword), "fullname": "Intruder", "provider": intruderProvider,
+	})
+	status, body := r.env.Do(t, http.MethodPost, "/api/device/login", "", "", map[string]any{
+		"provider": intruderProvider, "login": "intruder", "password_md5": md5hex(devPassword),
+		"device": map[string]any{"unique_id": "shared-serial", "class": "stb"},
+	})
+	if status != http.StatusOK {
+		t.Fatalf("login to the other provider: %d %s", status, body)
+	}
+	var ours devLogin
+	if err := json.Unmarshal(body, &ours); err != nil || ours.DeviceID == theirs.DeviceID {
+		t.Fatalf("the other provider's login got device %d, the first provider's is %d (%v)", ours.DeviceID, theirs.DeviceID, err)
+	}
+	if status, body := r.deviceDo(t, http.MethodGet, "/api/device/channels", theirs.Token, nil); status != http.StatusOK {
+		t.Fatalf("the first provider's device token after the other login: %d %s", status, body)
+	}
+	status, body = r.env.Super(t, http.MethodGet, fmt.Sprintf("/api/provider/devices?provider=%d&unique_id=shared-serial", r.provider), nil)
+	if list := decodeObj(t, body).list(t); status != http.StatusOK || len(list) != 1 || list[0].id(t) != theirs.DeviceID || list[0].int(t, "account") != r.account {
+		t.Fatalf("the first provider's devices with the unique id: %d %s", status, body)
 	}
 }
 
@@ -435,6 +499,13 @@ func TestDeviceChannelsAndServices(t *testing.T) {
 	if want := []int64{r.channels[1], r.channels[2], r.channels[0]}; !slices.Equal(ids, want) {
 		t.Fatalf("channels of two tariffs %v, want %v", ids, want)
 	}
+	// A disabled channel is not offered; enabled again, it is.
+	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/channels/%d", r.channels[1]), map[string]any{"enabled": false})
+	ids, _ = r.channelsOf(t, l.Token)
+	if want := []int64{r.channels[2], r.channels[0]}; !slices.Equal(ids, want) {
+		t.Fatalf("channels with one disabled %v, want %v", ids, want)
+	}
+	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/channels/%d", r.channels[1]), map[string]any{"enabled": true})
 	// A deleted channel is left out; a disabled tariff gives no channels.
 	r.super(t, http.MethodDelete, fmt.Sprintf("/api/admin/channels/%d", r.channels[2]), nil)
 	r.super(t, http.MethodPut, fmt.Sprintf("/api/admin/tariffs/%d", r.tariff), map[string]any{"enabled": false})
@@ -491,9 +562,11 @@ func TestDeviceViewing(t *testing.T) {
 		t.Fatalf("viewing: %d %s", status, resp)
 	}
 	recs, err := r.env.Store.ReadStream(context.Background(), domain.DeviceStream(l.DeviceID), eventstore.Start, 0)
-	if err != nil || len(recs) != 1 || recs[0].Type != domain.ViewingReportedType {
+	// The stream holds the device's login, then its report.
+	if err != nil || len(recs) != 2 || recs[0].Type != domain.DeviceLoggedInType || recs[1].Type != domain.ViewingReportedType {
 		t.Fatalf("device stream: %d events, %v", len(recs), err)
 	}
+	recs = recs[1:]
 	e, err := r.env.Node.Registry.Decode(recs[0].Type, recs[0].Data)
 	if err != nil {
 		t.Fatal(err)
@@ -512,8 +585,12 @@ func TestDeviceViewing(t *testing.T) {
 		}
 	}
 	recs, _ = r.env.Store.ReadStream(context.Background(), domain.DeviceStream(l.DeviceID), eventstore.Start, 0)
-	if len(recs) != 2 {
-		t.Fatalf("%d events after a keyed retry, want 2", len(recs))
+	if len(recs) != 2 { // the login and the first report; the keyed one has a stream of its own
+		t.Fatalf("%d events in the device's stream after a keyed report, want 2", len(recs))
+	}
+	recs, _ = r.env.Store.ReadStream(context.Background(), domain.DeviceViewingStream(l.DeviceID, "batch-7"), eventstore.Start, 0)
+	if len(recs) != 1 || recs[0].Type != domain.ViewingReportedType {
+		t.Fatalf("%d events in the keyed report's stream after a retry, want 1", len(recs))
 	}
 
 	future := session("live", 60)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"tvsm/domain"
 	"tvsm/httpapi"
 	"tvsm/internal/adapters/billing"
 	"tvsm/internal/adapters/billing/billingtest"
@@ -37,7 +38,7 @@ func TestBillingJournalInAccountHistory(t *testing.T) {
 
 	journal := billing.NewJournal(billing.StoreSink{Store: env.Store, Registry: env.Node.Registry}, billing.JournalOptions{})
 	defer journal.Close(context.Background())
-	client, err := billing.NewClient(billing.Options{})
+	client, err := billing.NewClient(billing.Options{Addresses: billing.Policy{Allowed: billingtest.LoopbackNetworks()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestBillingJournalInAccountHistory(t *testing.T) {
 			accountChanges = append(accountChanges, ch.str(t, "type"))
 		}
 	}
-	if want := []string{"AccountCreated.v1", "AccountUpdated.v1"}; strings.Join(accountChanges, ",") != strings.Join(want, ",") {
+	if want := []string{domain.AccountCreatedType, domain.AccountUpdatedType}; strings.Join(accountChanges, ",") != strings.Join(want, ",") {
 		t.Errorf("account changes in the feed %v, want %v", accountChanges, want)
 	}
 }

@@ -56,6 +56,9 @@ func startBillingProxy(t *testing.T, s billingSetup) *billingProxy {
 		8: {ID: 8, Name: "No billing", Enabled: true, Billing: domain.Billing{URL: p.billing.BillingURL, Token: billingToken}},
 		9: {ID: 9, Name: "Deleted", Deleted: true, Billing: domain.Billing{Resolve: true, URL: p.billing.BillingURL, Token: billingToken}},
 	}
+	if s.options.Addresses.Allowed == nil {
+		s.options.Addresses.Allowed = billingtest.LoopbackNetworks()
+	}
 	client, err := billing.NewClient(s.options)
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +416,7 @@ func TestBillingLeavesNothingBehind(t *testing.T) {
 	}})
 	dead := closedPortURL(t)
 	before := runtime.NumGoroutine()
-	client, err := billing.NewClient(billing.Options{Timeout: 100 * time.Millisecond})
+	client, err := billing.NewClient(billing.Options{Timeout: 100 * time.Millisecond, Addresses: billing.Policy{Allowed: billingtest.LoopbackNetworks()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,8 @@ var benchAccountBody = []byte(`{"contract_info":"contract 123","enabled":true,"f
 // benchAccountAnswer stands for the rendering CreateAccount returns.
 var benchAccountAnswer = []byte(`{"id":123,"enabled":true,"login":"bench123","pin_md5":"0123456789abcdef0123456789abcdef",` +
 	`"fullname":"Subscriber 123","provider":1,"remote_custom_field":null,"contract_info":"contract 123","main_address":null,` +
-	`"account_desc":null,"region_tag":null,"devices_per_account_limit":null,"created":"2026-11-22T17:59:41+0000"}`)
+	`"account_desc":null,"region_tag":null,"devices_per_account_limit":null,"created":1795373981,"updated":1795373981,` +
+	`"last_online":null,"services_available":false}`)
 
 // benchAccountPost is the per-request work of POST /api/provider/accounts
 // without the service: read and check the body, take the caller, answer

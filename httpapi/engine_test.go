@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -43,7 +44,7 @@ func newTestServerWith(t *testing.T, opts Options, extra func(*gin.Engine)) *tes
 	if extra != nil {
 		extra(engine)
 	}
-	srv := httptest.NewServer(engine)
+	srv := httptest.NewServer(Handler(engine))
 	t.Cleanup(srv.Close)
 	return &testServer{Server: srv, logs: logs}
 }
@@ -142,6 +143,42 @@ func TestNoRoute(t *testing.T) {
 	}
 }
 
+// TestTrailingSlashNoRedirect: a path with a trailing slash is answered
+// as the path without it, for every method, never with a redirect (clients
+// that do not follow one would take it for success).
+func TestTrailingSlashNoRedirect(t *testing.T) {
+	srv := newTestServer(t, nil, func(e *gin.Engine) {
+		e.Any("/things", func(c *gin.Context) { c.String(http.StatusOK, c.Request.Method+" "+c.Request.URL.RequestURI()) })
+		e.GET("/things/:id", func(c *gin.Context) { c.String(http.StatusOK, "thing "+c.Param("id")) })
+	})
+	for _, tc := range []struct{ method, path, want string }{
+		{http.MethodGet, "/things/?limit=1", "GET /things?limit=1"},
+		{http.MethodPost, "/things/", "POST /things"},
+		{http.MethodPut, "/things/", "PUT /things"},
+		{http.MethodDelete, "/things/", "DELETE /things"},
+		{http.MethodGet, "/things/7/", "thing 7"},
+		{http.MethodGet, "/things", "GET /things"},
+	} {
+		req, err := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(body) != tc.want {
+			t.Errorf("%s %s: %d %q (Location %q), want 200 %q", tc.method, tc.path, resp.StatusCode, body, resp.Header.Get("Location"), tc.want)
+		}
+	}
+	if resp, _ := srv.get(t, "/x/"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /x/: %d, want 404", resp.StatusCode)
+	}
+}
+
 func TestRequestID(t *testing.T) {
 	seen := make(chan string, 10)
 	srv := newTestServer(t, nil, func(e *gin.Engine) {
@@ -220,6 +257,11 @@ func TestWriteErrorMapsErrors(t *testing.T) {
 			err:    fmt.Errorf("read: %w", eventstore.ErrStreamNotFound),
 			status: http.StatusNotFound,
 			want:   map[string]any{"error": CodeNotFound},
+		},
+		"event store unavailable": {
+			err:    fmt.Errorf("append: %w", eventstore.ErrUnavailable),
+			status: http.StatusServiceUnavailable,
+			want:   map[string]any{"error": CodeUnavailable, "cause": "event store unavailable; retry the request"},
 		},
 		"deadline": {
 			err:    context.DeadlineExceeded,

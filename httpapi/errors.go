@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -46,6 +47,9 @@ type Error struct {
 	Fields map[string]string `json:"fields,omitempty"`
 	// Err is the underlying error: logged, never sent.
 	Err error `json:"-"`
+	// RetryAfter, when positive, is sent as the Retry-After header (whole
+	// seconds).
+	RetryAfter int64 `json:"-"`
 }
 
 func (e *Error) Error() string {
@@ -128,6 +132,7 @@ func AsError(err error) *Error {
 		maxBytes   *http.MaxBytesError
 		validation *domain.ValidationError
 		taken      *app.TakenError
+		inProgress *app.InProgressError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -150,20 +155,39 @@ func AsError(err error) *Error {
 		return wrapped(NotFound(err.Error()), err)
 	case errors.Is(err, domain.ErrAlreadyExists):
 		return wrapped(Conflict(err.Error()), err)
+	case errors.Is(err, domain.ErrDeviceLimit):
+		e := Forbidden(err.Error())
+		e.Code = CodeDeviceLimit
+		return wrapped(e, err)
 	case errors.Is(err, app.ErrForbidden):
 		return wrapped(Forbidden(err.Error()), err)
-	case errors.Is(err, app.ErrConflict), errors.Is(err, app.ErrIdempotencyInProgress):
+	case errors.As(err, &inProgress):
+		// The cause is ours: the error names the key's internal stream.
+		e := Conflict(fmt.Sprintf("a request with this Idempotency-Key is in progress; retry in %d s", retryAfterSeconds(inProgress.Wait)))
+		e.RetryAfter = retryAfterSeconds(inProgress.Wait)
+		return wrapped(e, err)
+	case errors.Is(err, app.ErrIdempotencyInProgress):
+		return wrapped(Conflict("a request with this Idempotency-Key is in progress; retry later"), err)
+	case errors.Is(err, app.ErrConflict), errors.Is(err, app.ErrInUse):
 		return wrapped(Conflict(err.Error()), err)
 	case errors.Is(err, app.ErrIdempotencyMismatch):
-		return wrapped(&Error{Status: http.StatusUnprocessableEntity, Code: CodeIdempotencyMismatch, Cause: err.Error()}, err)
+		return wrapped(&Error{Status: http.StatusUnprocessableEntity, Code: CodeIdempotencyMismatch,
+			Cause: "this Idempotency-Key was used with another request body; send a new key for a new request"}, err)
 	case errors.Is(err, app.ErrInvalidIdempotencyKey):
 		return wrapped(BadRequest(err.Error()), err)
+	case errors.Is(err, ErrPasswordChecksBusy):
+		return wrapped(Unavailable(err.Error()+"; retry in 1 s"), err)
 	case errors.Is(err, app.ErrReadModelLag):
 		return wrapped(Unavailable(err.Error()), err)
 	case errors.Is(err, eventstore.ErrWrongExpectedRevision):
 		e := Conflict("concurrent modification; retry the request")
 		e.Err = err
 		return e
+	case errors.Is(err, eventstore.ErrUnavailable):
+		// The event store cannot be reached: a write's outcome is unknown,
+		// and a retry (with its Idempotency-Key, or of an update, which
+		// is idempotent) is safe once the store is back.
+		return wrapped(Unavailable("event store unavailable; retry the request"), err)
 	case errors.Is(err, eventstore.ErrStreamNotFound):
 		e := NotFound("not found")
 		e.Err = err
@@ -196,6 +220,9 @@ func WriteError(c *gin.Context, err error) {
 		copied := *e
 		copied.Cause = "internal error (request id " + RequestID(c.Request.Context()) + ")"
 		e = &copied
+	}
+	if e.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.FormatInt(e.RetryAfter, 10))
 	}
 	c.AbortWithStatusJSON(e.Status, e)
 }

@@ -43,9 +43,14 @@ const MaxQuickSearch = 1000
 type ListSpec struct {
 	// Sort names the fields the list can be sorted by.
 	Sort []string
-	// Filters maps filter parameter names to their types. Query parameters
-	// not named here (ExtJS's _dc and page among them) are ignored.
+	// Filters maps filter parameter names to their types.
 	Filters map[string]FilterType
+	// Params names the other query parameters the route reads itself (an
+	// as_of, say). Any parameter that is neither one of these, a filter,
+	// nor one of the paging, sorting and search parameters every list
+	// takes answers 400 naming it: a sync job that filters on something
+	// the list does not know must not get the whole collection back.
+	Params []string
 	// DefaultLimit is the limit of a request without one; 0 means all.
 	DefaultLimit int
 }
@@ -142,10 +147,34 @@ func (s ListSpec) Parse(values url.Values) (ListQuery, error) {
 		s.parseExtFilters(&q, v, bad)
 	}
 
+	s.checkUnknown(values, bad)
+
 	if len(bad) > 0 {
 		return ListQuery{}, ValidationFailed(bad)
 	}
 	return q, nil
+}
+
+// listParams are the query parameters every list takes; _dc is the
+// cache-busting timestamp ExtJS stores add to every request.
+var listParams = []string{"start", "limit", "page", "sort", "dir", "quick_search", "filter", "_dc"}
+
+// checkUnknown records every query parameter the list does not know.
+func (s ListSpec) checkUnknown(values url.Values, bad map[string]string) {
+	for name := range values {
+		if _, ok := s.Filters[name]; ok || slices.Contains(listParams, name) || slices.Contains(s.Params, name) {
+			continue
+		}
+		bad[name] = "unknown parameter; this list takes " + strings.Join(s.known(), ", ")
+	}
+}
+
+// known lists the parameter names the list takes, sorted.
+func (s ListSpec) known() []string {
+	names := append(slices.Collect(maps.Keys(s.Filters)), s.Params...)
+	names = append(names, listParams[:len(listParams)-1]...) // _dc goes unmentioned
+	slices.Sort(names)
+	return names
 }
 
 // single returns the value of parameter name; present is false when it is

@@ -62,7 +62,7 @@ func TestParseListQuery(t *testing.T) {
 		{"provider=7&enabled=1&login=anna", ListQuery{}, filters{i64(7), bl(true), str("anna")}},
 		{"provider=%2007%20&enabled=false", ListQuery{}, filters{provider: i64(7), enabled: bl(false)}},
 		{"enabled=TRUE&provider=7&provider=7", ListQuery{}, filters{provider: i64(7), enabled: bl(true)}},
-		{"_dc=1764000000&page=1&start=0&limit=25&node=root", ListQuery{Limit: 25}, filters{}}, // ExtJS extras
+		{"_dc=1764000000&page=1&start=0&limit=25", ListQuery{Limit: 25}, filters{}}, // ExtJS extras
 		{`filter=[{"property":"provider","value":7},{"property":"enabled","value":"0"},{"property":"login","operator":"eq","value":"anna"}]`,
 			ListQuery{}, filters{i64(7), bl(false), str("anna")}},
 		{`filter=[{"property":"enabled","value":true},{"property":"provider","value":null}]`, ListQuery{}, filters{enabled: bl(true)}},
@@ -125,6 +125,10 @@ func TestParseListQuery(t *testing.T) {
 		{`filter=[{"property":"provider","value":1.5}]`, map[string]string{"provider": "must be an integer"}},
 		{`filter={"property":"provider"}`, map[string]string{"filter": `must be [{"property":"name","value":...}]`}},
 		{`provider=7&filter=[{"property":"provider","value":8}]`, map[string]string{"provider": "given more than once with different values"}},
+		// A filter the list does not know is refused, not ignored (ExtJS
+		// tree stores' node among them): ignoring it would list everything.
+		{"node=root", map[string]string{"node": "unknown parameter; this list takes dir, enabled, filter, limit, login, page, provider, quick_search, remote_custom_field, sort, start"}},
+		{"region=7&limit=5", map[string]string{"region": "unknown parameter; this list takes dir, enabled, filter, limit, login, page, provider, quick_search, remote_custom_field, sort, start"}},
 		{"start=-5&limit=x&provider=y&sort=z", map[string]string{ // every bad parameter is named
 			"start": "must be a non-negative integer", "limit": "must be an integer", "provider": "must be an integer",
 			"sort": `unknown field "z"; one of id, login, fullname`,

@@ -7,16 +7,20 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"tvsm/httpapi/wire"
 	"tvsm/internal/platform/metrics"
 )
 
@@ -305,4 +309,34 @@ func methodLabel(method string) string {
 		return method
 	}
 	return "other"
+}
+
+// textMiddleware refuses a request whose path or query parameters, once
+// percent-decoded, are not valid UTF-8 (a 400 naming the parameter, or
+// "path"): handlers compare and store them as text, and invalid bytes
+// would be compared as sent but shown as U+FFFD. Requests without escapes
+// cost one scan of their path and query.
+func textMiddleware() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		u := c.Request.URL
+		if !utf8.ValidString(u.Path) {
+			WriteError(c, ValidationFailed(map[string]string{"path": wire.MsgText}))
+			return
+		}
+		if strings.IndexByte(u.RawQuery, '%') < 0 && utf8.ValidString(u.RawQuery) {
+			return
+		}
+		values, _ := url.ParseQuery(u.RawQuery) // malformed parts are the handlers' to refuse
+		bad := map[string]string{}
+		for name, vs := range values {
+			for _, v := range vs {
+				if !utf8.ValidString(name) || !utf8.ValidString(v) {
+					bad[strings.ToValidUTF8(name, "\uFFFD")] = wire.MsgText
+				}
+			}
+		}
+		if len(bad) > 0 {
+			WriteError(c, ValidationFailed(bad))
+		}
+	}
 }

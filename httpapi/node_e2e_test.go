@@ -163,3 +163,60 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A delayed command whose post_time passes while the node is down is
+// delivered when the node is back, to the devices that connect within a
+// minute of its start; the receipts say it is being sent, then that it
+// expired because no node ran at its send time, with the devices it
+// reached.
+func TestDelayedCommandMissedWhileTheNodeWasDown(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC))
+	opts := nodetest.Options{Dir: t.TempDir(), Clock: clock.Now, Timers: clock}
+	r := newDevRig(t, opts)
+	l := r.loginOK(t, r.login, "late-box")
+	postTime := clock.Now().Add(10 * time.Minute)
+	status, body := r.env.Super(t, http.MethodPost, "/api/provider/commands/send/accounts?broadcast=false", map[string]any{
+		"ids": []int64{r.account},
+		"commands": []map[string]any{{"command": "user_message", "type": "notify", "text": "maintenance at noon",
+			"post_time": postTime.Format("2006-01-02T15:04:05")}},
+	})
+	if status != http.StatusOK {
+		t.Fatalf("send: %d %s", status, body)
+	}
+	sendID := decodeObj(t, body).int(t, "send_id")
+	r.env.Close()
+	clock.Advance(20 * time.Minute) // post_time passes while the node is down
+
+	r.env = nodetest.StartWith(t, opts)
+	ws := dialDevice(t, r, l)
+	defer ws.Close()
+	if msg := readCommand(t, ws); msg.ID != domain.DeliveryID(sendID, 0, l.DeviceID) {
+		t.Fatalf("delivery %q", msg.ID)
+	}
+	type receipts struct {
+		Commands []struct {
+			State  string  `json:"state"`
+			Reason *string `json:"reason"`
+			Counts struct {
+				Sent int `json:"sent"`
+			} `json:"counts"`
+		} `json:"commands"`
+	}
+	read := func() receipts {
+		status, body := r.env.Super(t, http.MethodGet, fmt.Sprintf("/api/provider/commands/%d", sendID), nil)
+		var v receipts
+		if status != http.StatusOK || json.Unmarshal(body, &v) != nil || len(v.Commands) != 1 {
+			t.Fatalf("receipts: %d %s", status, body)
+		}
+		return v
+	}
+	waitFor(t, "the late delivery in the receipts", func() bool {
+		c := read().Commands[0]
+		return c.State == "sending" && c.Reason == nil && c.Counts.Sent == 1
+	})
+	clock.Advance(time.Minute) // the late window ends
+	waitFor(t, "the expiry in the receipts", func() bool {
+		c := read().Commands[0]
+		return c.State == "expired" && c.Reason != nil && *c.Reason == domain.ExpiredMissedSendTime && c.Counts.Sent == 1
+	})
+}

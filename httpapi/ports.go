@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"time"
 
 	"tvsm/domain"
 	"tvsm/eventstore"
@@ -32,15 +33,15 @@ type Reads[T, Q any] interface {
 	Get(ctx context.Context, c app.Caller, id int64) (T, error)
 }
 
-// AccountReads are the reads of accounts, with their history.
+// AccountReads are the reads of accounts, with their history, and of
+// accounts and their subscriptions as they stood at a past time.
 type AccountReads interface {
 	Reads[query.AccountView, readmodel.AccountQuery]
 	History(ctx context.Context, c app.Caller, id int64) ([]query.HistoryEntry, error)
-}
-
-// DeviceUnbinder unbinds a device from its account (DELETE of a device).
-type DeviceUnbinder interface {
-	Unbind(ctx context.Context, c app.Caller, id int64) (readmodel.Device, error)
+	AsOf(ctx context.Context, c app.Caller, id int64, t time.Time) (query.AccountView, error)
+	ListAsOf(ctx context.Context, c app.Caller, q readmodel.AccountQuery, t time.Time) (readmodel.List[query.AccountView], error)
+	SubscriptionsAsOf(ctx context.Context, c app.Caller, q readmodel.SubscriptionQuery, t time.Time) (readmodel.List[readmodel.Subscription], error)
+	DevicesAsOf(ctx context.Context, c app.Caller, q readmodel.DeviceQuery, t time.Time) (readmodel.List[readmodel.Device], error)
 }
 
 // ChangeFeed answers the change feed.
@@ -53,9 +54,11 @@ type Sender interface {
 	Send(ctx context.Context, c app.Caller, in command.SendInput) (int64, error)
 }
 
-// ReceiptReader reads a send with its per-device receipts.
+// ReceiptReader reads a send with its per-device receipts, and lists past
+// sends.
 type ReceiptReader interface {
 	Receipts(ctx context.Context, c app.Caller, sendID int64) (query.SendView, error)
+	List(ctx context.Context, c app.Caller, p readmodel.Page) (readmodel.List[query.SendView], error)
 }
 
 // AdminWrites is the command side of administrators, keyed by login.
@@ -107,12 +110,36 @@ type ProviderAPI struct {
 	AccountReads      AccountReads
 	Subscriptions     Writes[readmodel.Subscription, command.SubscriptionInput]
 	SubscriptionReads Reads[readmodel.Subscription, readmodel.SubscriptionQuery]
-	Devices           DeviceUnbinder
-	DeviceReads       Reads[readmodel.Device, readmodel.DeviceQuery]
-	Changes           ChangeFeed
+	// DeviceSubscriptions are the devices' own subscriptions
+	// (/device_subscriptions), with the same input and object.
+	DeviceSubscriptions     Writes[readmodel.Subscription, command.SubscriptionInput]
+	DeviceSubscriptionReads Reads[readmodel.Subscription, readmodel.SubscriptionQuery]
+	// Devices: a create registers a device for an account (pre-bound); a
+	// delete unbinds it.
+	Devices     Writes[readmodel.Device, command.DeviceInput]
+	DeviceReads Reads[readmodel.Device, readmodel.DeviceQuery]
+	// DeviceOnline reports whether a device's websocket is open on this
+	// node (a device's "online"); nil answers false.
+	DeviceOnline func(device int64) bool
+	Networks     Writes[readmodel.AccountNetwork, command.NetworkInput]
+	NetworkReads Reads[readmodel.AccountNetwork, readmodel.NetworkQuery]
+	Changes      ChangeFeed
 	// Sends and Receipts serve the command routes; nil leaves them out.
 	Sends    Sender
 	Receipts ReceiptReader
+	// The catalog TVIP's SDK reads (tarifs, tarif_tags, providers,
+	// channels, favorite_group, regions, device_types); a nil Reads
+	// leaves its collection out.
+	Tariffs            Writes[domain.Tariff, command.TariffFields]
+	TariffReads        Reads[domain.Tariff, readmodel.TariffQuery]
+	TariffTags         Writes[domain.TariffTag, command.TariffTagFields]
+	TariffTagReads     Reads[domain.TariffTag, readmodel.TariffTagQuery]
+	ProviderReads      Reads[domain.Provider, readmodel.ProviderQuery]
+	ChannelReads       Reads[domain.Channel, readmodel.ChannelQuery]
+	FavoriteGroupReads Reads[query.FavoriteGroup, readmodel.CategoryQuery]
+	RegionReads        Reads[domain.Region, readmodel.RegionQuery]
+	DeviceTypes        Writes[domain.DeviceType, command.NameFields]
+	DeviceTypeReads    Reads[domain.DeviceType, readmodel.DeviceTypeQuery]
 }
 
 // AdminAPI is what the Admin API (/api/admin) needs.
@@ -125,6 +152,8 @@ type AdminAPI struct {
 	ChannelReads  Reads[domain.Channel, readmodel.ChannelQuery]
 	Categories    Writes[domain.Category, command.CategoryFields]
 	CategoryReads Reads[domain.Category, readmodel.CategoryQuery]
+	Regions       Writes[domain.Region, command.NameFields]
+	RegionReads   Reads[domain.Region, readmodel.RegionQuery]
 	Admins        AdminWrites
 	AdminReads    AdminReads
 }

@@ -17,7 +17,9 @@ var providerAccountList = ListSpec{
 		"enabled":             FilterBool,
 		"login":               FilterString,
 		"remote_custom_field": FilterString,
+		"region_tag":          FilterInt,
 	},
+	Params: []string{"as_of"},
 }
 
 // providerAccounts is /accounts.
@@ -35,9 +37,11 @@ func providerAccounts(api ProviderAPI, idem Idempotency) providerResource[query.
 			if v, ok := q.String("remote_custom_field"); ok {
 				aq.RemoteCustomField = &v
 			}
+			aq.RegionTag = providerFilterID(q, "region_tag", bad)
 			return aq
 		},
 		decode: readProviderAccount, view: providerAccount, render: encodeProviderAccount,
+		listAt: api.AccountReads.ListAsOf, getAt: api.AccountReads.AsOf,
 	}
 }
 
@@ -67,7 +71,7 @@ func readProviderAccount(obj *wire.Object) command.AccountInput {
 		ContractInfo:           obj.NullableString("contract_info"),
 		MainAddress:            obj.NullableString("main_address"),
 		AccountDesc:            obj.NullableString("account_desc"),
-		RegionTag:              obj.NullableString("region_tag"),
+		RegionTag:              obj.NullableInt64("region_tag"),
 		DevicesPerAccountLimit: obj.NullableInt64("devices_per_account_limit"),
 	}
 	if !obj.Has("enabled") {

@@ -25,20 +25,20 @@ func TestProviderAccountCreateAnswersEveryField(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("create: %d %s", status, body)
 	}
-	// Exact key set: every field of the Provider API's account object plus
-	// created and services_available.
+	// Exact key set: every field of the Provider API's account object (with
+	// TVIP's created, updated and last_online) plus services_available.
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"id", "enabled", "login", "pin_md5", "fullname", "provider", "remote_custom_field", "contract_info",
 		"main_address", "account_desc", "provider_dto", "region_tag", "region_dto", "devices_per_account_limit",
-		"created", "services_available"}
+		"created", "updated", "last_online", "services_available"}
 	if got := slices.Sorted(maps.Keys(raw)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
 		t.Fatalf("fields %v, want %v", got, want)
 	}
 	for _, k := range []string{"pin_md5", "provider_dto", "region_dto", "remote_custom_field", "contract_info",
-		"main_address", "account_desc", "region_tag", "devices_per_account_limit"} {
+		"main_address", "account_desc", "region_tag", "devices_per_account_limit", "last_online"} {
 		if string(raw[k]) != "null" {
 			t.Errorf("%s = %s, want null", k, raw[k])
 		}
@@ -48,8 +48,9 @@ func TestProviderAccountCreateAnswersEveryField(t *testing.T) {
 		a.int(t, "provider") != prov || a["services_available"] != false {
 		t.Fatalf("created %v", a)
 	}
-	if _, err := time.Parse("2006-01-02T15:04:05-0700", a.str(t, "created")); err != nil {
-		t.Fatalf("created: %v", err)
+	// created and updated are Unix seconds, as TVIP's SDK reads them.
+	if created, updated := a.int(t, "created"), a.int(t, "updated"); time.Since(time.Unix(created, 0)).Abs() > time.Minute || updated != created {
+		t.Fatalf("created %d, updated %d: want now, and equal", created, updated)
 	}
 
 	// Read-your-writes: the very next read sees it, by id and in the list.
@@ -204,9 +205,19 @@ func TestProviderAccountUpdate(t *testing.T) {
 		t.Fatalf("after PUT: %v", u)
 	}
 	// POST to /accounts/{id} works like PUT; an id in the body must agree.
-	u = p.ok(t, http.MethodPost, path, map[string]any{"id": id, "region_tag": "north"})
-	if u.str(t, "region_tag") != "north" {
+	region := mustAdmin(t, env, http.MethodPost, "/regions", map[string]any{"name": "North"})
+	u = p.ok(t, http.MethodPost, path, map[string]any{"id": id, "region_tag": fmt.Sprint(region)})
+	if u.int(t, "region_tag") != region {
 		t.Fatalf("after POST /{id}: %v", u)
+	}
+	// region_tag is a region's id: text that is not one, or an id no
+	// region has, is refused.
+	p.fails(t, http.StatusBadRequest, http.MethodPut, path, map[string]any{"region_tag": "north"}).field(t, "region_tag")
+	p.fails(t, http.StatusBadRequest, http.MethodPut, path, map[string]any{"region_tag": region + 100}).field(t, "region_tag")
+	// A region an account is in cannot be deleted.
+	if status, body := env.Super(t, http.MethodDelete, fmt.Sprintf("/api/admin/regions/%d", region), nil); status != http.StatusConflict ||
+		!strings.Contains(string(body), "account") {
+		t.Fatalf("deleting a region in use: %d %s", status, body)
 	}
 	p.fails(t, http.StatusBadRequest, http.MethodPut, path, map[string]any{"id": id + 1, "fullname": "x"}).field(t, "id")
 
@@ -488,6 +499,12 @@ func TestProviderAccountIdempotencyKey(t *testing.T) {
 	status, body := p.doHeader(t, http.MethodPost, "/accounts", b2, key)
 	if status != http.StatusUnprocessableEntity {
 		t.Fatalf("other body: %d %s", status, body)
+	}
+	// Its cause says what to do and names nothing internal.
+	var mismatch apiError
+	if err := json.Unmarshal(body, &mismatch); err != nil || mismatch.Code != "idempotency_key_mismatch" ||
+		!strings.Contains(mismatch.Cause, "new key") || strings.Contains(string(body), "idem-") || strings.Contains(string(body), "app:") {
+		t.Fatalf("other body: %s", body)
 	}
 	// Another key: a new request (here refused: the login is taken).
 	status, _ = p.doHeader(t, http.MethodPost, "/accounts", b, http.Header{"Idempotency-Key": {"sync-43"}})

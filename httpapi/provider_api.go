@@ -12,31 +12,48 @@ import (
 // mountProvider adds the Provider API's routes to g (/api/provider, behind
 // Basic authentication).
 //
-//	GET    /accounts                   list (provider, enabled, login, remote_custom_field, quick_search, sort, start, limit)
+//	GET    /accounts                   list (provider, enabled, login, remote_custom_field, region_tag, quick_search, sort, start, limit)
 //	POST   /accounts                   create; with "id": partial update
 //	GET    /accounts/{id}              one account
 //	PUT    /accounts/{id}              partial update (POST /accounts/{id} too)
 //	DELETE /accounts/{id}              delete; releases the login
 //	GET    /accounts/{id}/history      every change with actor, time and field diff
+//	POST   /accounts/bulk              NDJSON records, created or updated by login; NDJSON results
 //	GET    /account_subscriptions      list (account, tarif, provider)
 //	POST   /account_subscriptions      create; with "id": partial update
 //	GET|PUT|POST|DELETE /account_subscriptions/{id}
-//	GET    /devices                    list (account, provider, unique_id)
-//	GET    /devices/{id}               one device
+//	GET    /device_subscriptions       a device's own subscriptions (device, account, tarif, provider)
+//	POST|PUT|DELETE /device_subscriptions[/{id}]
+//	GET    /devices                    list (account, provider, unique_id, device_type, remote_custom_field, mac)
+//	POST   /devices                    register a device for an account (pre-bound)
+//	GET|PUT|POST /devices/{id}         one device; update its provider fields or move it
 //	DELETE /devices/{id}               unbind
+//	GET|POST|PUT|DELETE /account_network[/{id}]   account networks (account, provider)
 //	GET    /changes?after=&limit=      change feed
+//	GET|POST /tarifs, GET|PUT|POST|DELETE /tarifs/{id}              tariffs (channel, enabled, provider, tarif_tag)
+//	GET|POST /tarif_tags, GET|PUT|POST|DELETE /tarif_tags/{id}      tariff tags (enabled, provider)
+//	GET    /providers[/{id}]           providers (enabled)
+//	GET    /channels[/{id}]            channels (tarif, enabled)
+//	GET    /favorite_group[/{id}]      channel categories
+//	GET    /regions[/{id}]             regions
+//	GET|POST /device_types, GET|PUT|POST|DELETE /device_types/{id}  device types (writes: superadmins)
 //
 // POST /commands/send/{recipients} and GET /commands/{send_id} are added
-// too (mountCommands).
+// too (mountCommands). The catalog (tarifs to device_types) is
+// mountProviderCatalog's.
 func mountProvider(g *gin.RouterGroup, api ProviderAPI, idem Idempotency) {
+	mountProviderCatalog(g, api, idem)
 	if api.AccountReads == nil {
 		return
 	}
 	h := &providerHandlers{api: api}
 	providerAccounts(api, idem).mount(g)
 	g.GET("/accounts/:id/history", h.accountHistory)
+	g.POST("/accounts/bulk", h.accountsBulk)
 	providerSubscriptions(api, idem).mount(g)
-	providerDevices(api).mount(g)
+	providerDeviceSubscriptions(api, idem).mount(g)
+	providerDevices(api, idem).mount(g)
+	providerNetworks(api, idem).mount(g)
 	g.GET("/changes", h.changes)
 	mountCommands(g, api.Sends, api.Receipts, idem)
 }

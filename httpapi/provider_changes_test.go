@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"tvsm/domain"
 	"tvsm/internal/testkit/nodetest"
 )
 
@@ -67,12 +68,12 @@ func TestProviderChangeFeed(t *testing.T) {
 	want := []entry{
 		{"provider", acme, "ProviderCreated.v1"},
 		{"tariff", tariff, "TariffCreated.v1"},
-		{"account", a, "AccountCreated.v1"},
+		{"account", a, domain.AccountCreatedType},
 		{"subscription", sub, "SubscriptionAdded.v1"},
 		{"device", dev, "DeviceBound.v1"},
-		{"account", a, "AccountUpdated.v1"},
+		{"account", a, domain.AccountUpdatedType},
 		{"provider", other, "ProviderCreated.v1"},
-		{"account", b, "AccountCreated.v1"},
+		{"account", b, domain.AccountCreatedType},
 		{"account", a, "AccountDeleted.v1"},
 	}
 	for _, limit := range []int{1, 2, 4, 100} {
@@ -112,7 +113,7 @@ func TestProviderChangeFeed(t *testing.T) {
 	}
 	p.ok(t, http.MethodPut, fmt.Sprintf("/accounts/%d", b), map[string]any{"enabled": false})
 	more, _ := feed(t, p, next, 100)
-	if got := summary(more); !slices.Equal(got, []entry{{"account", b, "AccountUpdated.v1"}}) {
+	if got := summary(more); !slices.Equal(got, []entry{{"account", b, domain.AccountUpdatedType}}) {
 		t.Fatalf("new change %v", got)
 	}
 

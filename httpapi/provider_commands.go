@@ -18,6 +18,7 @@ import (
 	"tvsm/internal/app"
 	"tvsm/internal/app/command"
 	"tvsm/internal/app/query"
+	"tvsm/projections/readmodel"
 )
 
 // mountCommands adds the Provider API's command routes to g, the
@@ -25,6 +26,7 @@ import (
 //
 //	POST /commands/send/{providers|accounts|devices}?broadcast=false   {"ids":[...],"commands":[...]} → {"response":true,"send_id":N}
 //	GET  /commands/{send_id}                                           the send and its per-device receipts
+//	GET  /commands?start=&limit=&sort=-id                              past sends, without receipts
 func mountCommands(g gin.IRoutes, sends Sender, receipts ReceiptReader, idem Idempotency) {
 	if sends == nil || receipts == nil {
 		return
@@ -32,6 +34,63 @@ func mountCommands(g gin.IRoutes, sends Sender, receipts ReceiptReader, idem Ide
 	h := &commandHandlers{sends: sends, receipts: receipts, idem: idem}
 	g.POST("/commands/send/:recipients", h.send)
 	g.GET("/commands/:id", h.receiptsOf)
+	g.GET("/commands", h.list)
+}
+
+// sendList is what GET /commands accepts: paging and sort by id; 50 a
+// page unless limit says otherwise (each send is read from the log).
+var sendList = ListSpec{Sort: readmodel.SendSortFields, DefaultLimit: 50}
+
+// list answers the past sends the caller may see, a page of them, each as
+// GET /commands/{send_id} shows it without the per-device receipts.
+func (h *commandHandlers) list(c *gin.Context) {
+	q, err := ParseListQuery(c, sendList)
+	if err != nil {
+		WriteError(c, err)
+		return
+	}
+	l, err := h.receipts.List(c.Request.Context(), callerOf(c), providerPage(q))
+	if err != nil {
+		WriteError(c, err)
+		return
+	}
+	WriteList(c, q, l.Total, func(yield func(sendSummaryJSON) bool) {
+		for v := range l.Items {
+			if !yield(sendSummary(v)) {
+				return
+			}
+		}
+	})
+}
+
+// sendSummaryJSON is a send in the list of past sends: sendViewJSON
+// without the receipts of each command.
+type sendSummaryJSON struct {
+	SendID     int64                `json:"send_id"`
+	Recipients string               `json:"recipients"`
+	IDs        []int64              `json:"ids"`
+	Issued     wire.DateTime        `json:"issued"`
+	IssuedBy   *string              `json:"issued_by"`
+	Commands   []commandSummaryJSON `json:"commands"`
+}
+
+type commandSummaryJSON struct {
+	Index    int               `json:"index"`
+	Command  json.RawMessage   `json:"command"`
+	PostTime wire.PostTime     `json:"post_time"`
+	TTL      *int64            `json:"ttl"`
+	State    string            `json:"state"`
+	Counts   receiptCountsJSON `json:"counts"`
+}
+
+func sendSummary(v query.SendView) sendSummaryJSON {
+	full := sendView(v)
+	out := sendSummaryJSON{SendID: full.SendID, Recipients: full.Recipients, IDs: full.IDs, Issued: full.Issued,
+		IssuedBy: full.IssuedBy, Commands: make([]commandSummaryJSON, len(full.Commands))}
+	for i, c := range full.Commands {
+		out.Commands[i] = commandSummaryJSON{Index: c.Index, Command: c.Command, PostTime: c.PostTime, TTL: c.TTL, State: c.State, Counts: c.Counts}
+	}
+	return out
 }
 
 type commandHandlers struct {
@@ -311,6 +370,7 @@ type commandViewJSON struct {
 	PostTime wire.PostTime     `json:"post_time"`
 	TTL      *int64            `json:"ttl"`
 	State    string            `json:"state"`
+	Reason   *string           `json:"reason"` // why an expired command expired; null otherwise
 	Counts   receiptCountsJSON `json:"counts"`
 	Receipts []receiptJSON     `json:"receipts"`
 }
@@ -358,6 +418,9 @@ func commandView(c query.CommandView) commandViewJSON {
 	if !c.Command.TTL.IsZero() {
 		ttl := c.Command.TTL.Unix()
 		out.TTL = &ttl
+	}
+	if c.Reason != "" {
+		out.Reason = &c.Reason
 	}
 	for i, r := range c.Receipts {
 		out.Receipts[i] = receiptJSON{

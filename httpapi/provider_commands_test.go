@@ -81,8 +81,15 @@ func issued(t testing.TB, env *nodetest.Env, id int64) (domain.CommandsIssued, d
 	if err != nil {
 		t.Fatalf("read command-%d: %v", id, err)
 	}
-	if len(recs) != 1 || recs[0].Type != domain.CommandsIssuedType {
-		t.Fatalf("command-%d holds %d events; want one %s", id, len(recs), domain.CommandsIssuedType)
+	// The dispatcher appends its claims after the send.
+	issues := 0
+	for _, r := range recs {
+		if r.Type == domain.CommandsIssuedType {
+			issues++
+		}
+	}
+	if len(recs) == 0 || recs[0].Type != domain.CommandsIssuedType || issues != 1 {
+		t.Fatalf("command-%d holds %d events, %d of them %s; want one, first", id, len(recs), issues, domain.CommandsIssuedType)
 	}
 	e, err := env.Node.Registry.Decode(recs[0].Type, recs[0].Data)
 	if err != nil {
@@ -93,6 +100,28 @@ func issued(t testing.TB, env *nodetest.Env, id int64) (domain.CommandsIssued, d
 		t.Fatal(err)
 	}
 	return e.(domain.CommandsIssued), md
+}
+
+// roundRecorded waits until the dispatcher has recorded the send-time
+// round of send id's command 0 (a CommandsSent, with or without devices).
+func roundRecorded(t testing.TB, env *nodetest.Env, id int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recs, err := env.Store.ReadStream(context.Background(), domain.CommandStream(id), eventstore.Start, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Type == domain.CommandsSentType {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("command-%d: no round recorded within 10s", id)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func TestSendToEachRecipientClass(t *testing.T) {
@@ -353,6 +382,7 @@ func TestSendIdempotencyKey(t *testing.T) {
 		t.Fatalf("first: %d %s", status, first)
 	}
 	id := decodeObj(t, first).int(t, "send_id")
+	roundRecorded(t, w.env, id) // the dispatcher's append, not the retry's
 	before := head(t, w.env)
 	status, again := send()
 	if status != http.StatusOK || string(again) != string(first) {
@@ -556,4 +586,48 @@ func TestReceiptsScopeAndErrors(t *testing.T) {
 	if status, _ := w.env.Do(t, http.MethodGet, "/api/provider/commands/"+strconv.FormatInt(ofA, 10), "", "", nil); status != http.StatusUnauthorized {
 		t.Errorf("receipts without credentials: %d, want 401", status)
 	}
+}
+
+// TestPastSendsList: GET /commands lists past sends, paged, each as its
+// receipts route shows it without the per-device receipts; a scoped admin
+// sees its provider's sends only.
+func TestPastSendsList(t *testing.T) {
+	w := newCmdWorld(t)
+	sA := w.su.sent(t, "accounts", sendBody([]any{w.a1}, notify("to A")))
+	sB := w.su.sent(t, "accounts", sendBody([]any{w.b1}, notify("to B")))
+	sBoth := w.su.sent(t, "accounts", sendBody([]any{w.a1, w.b1}, map[string]any{"command": "restart"}))
+	sOwn := w.adminA.sent(t, "devices", sendBody([]any{w.d1}, notify("own"), map[string]any{"command": "reinit"}))
+
+	all := w.su.ok(t, http.MethodGet, "/commands", nil)
+	if got := keysOf(t, all, "send_id"); fmt.Sprint(got) != fmt.Sprint([]int64{sA, sB, sBoth, sOwn}) || all.int(t, "total") != 4 {
+		t.Fatalf("superadmin's list: %v", all)
+	}
+	first := all.list(t)[0]
+	cmds, _ := first["commands"].([]any)
+	if first.str(t, "recipients") != "accounts" || len(cmds) != 1 {
+		t.Fatalf("first send: %v", first)
+	}
+	c0 := cmds[0].(map[string]any)
+	if _, has := c0["receipts"]; has || c0["counts"] == nil || c0["state"] == nil || c0["command"] == nil {
+		t.Fatalf("a listed command: %v", c0)
+	}
+	page := w.su.ok(t, http.MethodGet, "/commands/?start=1&limit=2&sort=-id", nil)
+	if got := keysOf(t, page, "send_id"); fmt.Sprint(got) != fmt.Sprint([]int64{sBoth, sB}) || page.int(t, "total") != 4 {
+		t.Fatalf("second page of two, newest first: %v", page)
+	}
+	scoped := w.adminA.ok(t, http.MethodGet, "/commands", nil)
+	if got := keysOf(t, scoped, "send_id"); fmt.Sprint(got) != fmt.Sprint([]int64{sA, sOwn}) {
+		t.Fatalf("A's admin lists %v, want its provider's sends %v", got, []int64{sA, sOwn})
+	}
+	w.su.fails(t, http.StatusBadRequest, http.MethodGet, "/commands?account=1", nil).field(t, "account")
+}
+
+// keysOf returns the given key of each item of a list answer.
+func keysOf(t testing.TB, l obj, key string) []int64 {
+	t.Helper()
+	var out []int64
+	for _, it := range l.list(t) {
+		out = append(out, it.int(t, key))
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"tvsm/domain"
 	"tvsm/internal/testkit/nodetest"
 )
 
@@ -30,10 +31,10 @@ func TestProviderSubscriptionLifecycle(t *testing.T) {
 	if err := json.Unmarshal(body, &raw); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := slices.Sorted(maps.Keys(raw)), []string{"account", "account_dto", "id", "start", "stop", "tarif", "tarif_dto"}; !slices.Equal(got, want) {
+	if got, want := slices.Sorted(maps.Keys(raw)), []string{"account", "account_dto", "id", "start", "stop", "tarif", "tarif_dto", "time_shift_depth"}; !slices.Equal(got, want) {
 		t.Fatalf("fields %v, want %v", got, want)
 	}
-	for _, k := range []string{"stop", "tarif_dto", "account_dto"} {
+	for _, k := range []string{"stop", "tarif_dto", "account_dto", "time_shift_depth"} {
 		if string(raw[k]) != "null" {
 			t.Errorf("%s = %s, want null", k, raw[k])
 		}
@@ -276,7 +277,7 @@ func TestProviderAccountHistory(t *testing.T) {
 			t.Errorf("no request id: %v", e)
 		}
 	}
-	want := []string{"AccountCreated.v1", "AccountUpdated.v1", "SubscriptionAdded.v1", "SubscriptionChanged.v1", "DeviceBound.v1", "AccountDeleted.v1"}
+	want := []string{domain.AccountCreatedType, domain.AccountUpdatedType, "SubscriptionAdded.v1", "SubscriptionChanged.v1", "DeviceBound.v1", "AccountDeleted.v1"}
 	if !slices.Equal(types, want) {
 		t.Fatalf("types %v, want %v", types, want)
 	}

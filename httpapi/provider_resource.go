@@ -2,11 +2,16 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"tvsm/domain"
 	"tvsm/httpapi/wire"
 	"tvsm/internal/app"
+	"tvsm/projections/readmodel"
 )
 
 // providerResource is one Provider API collection keyed by an integer id:
@@ -17,7 +22,7 @@ import (
 //	GET    {path}/{id}     one object
 //	POST   {path}          create; with "id": partial update (when writes is set)
 //	PUT    {path}/{id}     partial update (POST {path}/{id} too; when writes is set)
-//	DELETE {path}/{id}     delete (del)
+//	DELETE {path}/{id}     delete (when del is set)
 type providerResource[T, F, Q, V any] struct {
 	path, what string
 	spec       ListSpec
@@ -25,6 +30,12 @@ type providerResource[T, F, Q, V any] struct {
 	reads      Reads[T, Q]
 	writes     Writes[T, F] // nil: no create or update
 	del        func(ctx context.Context, c app.Caller, id int64) (T, error)
+	// normalize, when set, completes a create's fields as the caller means
+	// them, before they are fingerprinted.
+	normalize func(app.Caller, F) F
+	// fields renames the fields of the application's validation errors
+	// where this API's names differ ("name" is a tariff's "tarif_name").
+	fields map[string]string
 	// query turns a list request into the read model's query, recording
 	// bad filter values in bad.
 	query  func(q ListQuery, bad map[string]string) Q
@@ -33,12 +44,36 @@ type providerResource[T, F, Q, V any] struct {
 	// render is the answer to a create, recorded under its
 	// Idempotency-Key.
 	render func(T) ([]byte, error)
+	// listAt and getAt, when set, answer ?as_of=<date-time>: the
+	// collection as it stood then (the list's spec must name as_of).
+	listAt func(ctx context.Context, c app.Caller, q Q, at time.Time) (readmodel.List[T], error)
+	getAt  func(ctx context.Context, c app.Caller, id int64, at time.Time) (T, error)
+}
+
+// asOf reads ?as_of=: ok false when absent; a bad value is a 400 naming
+// it.
+func asOf(c *gin.Context) (at time.Time, ok bool, err error) {
+	v := c.Query("as_of")
+	if strings.TrimSpace(v) == "" {
+		return time.Time{}, false, nil
+	}
+	at, err = wire.ParseDateTime(v)
+	if err != nil && strings.Count(v, " ") == 1 {
+		// A "+hhmm" offset sent unescaped arrives as " hhmm".
+		at, err = wire.ParseDateTime(strings.Replace(v, " ", "+", 1))
+	}
+	if err != nil {
+		return time.Time{}, false, ValidationFailed(map[string]string{"as_of": err.Error()})
+	}
+	return at, true, nil
 }
 
 func (r providerResource[T, F, Q, V]) mount(g *gin.RouterGroup) {
 	g.GET(r.path, r.list)
 	g.GET(r.path+"/:id", r.get)
-	g.DELETE(r.path+"/:id", r.delete)
+	if r.del != nil {
+		g.DELETE(r.path+"/:id", r.delete)
+	}
 	if r.writes != nil {
 		g.POST(r.path, r.post)
 		g.PUT(r.path+"/:id", r.put)
@@ -58,7 +93,16 @@ func (r providerResource[T, F, Q, V]) list(c *gin.Context) {
 		WriteError(c, ValidationFailed(bad))
 		return
 	}
-	l, err := r.reads.List(c.Request.Context(), callerOf(c), rq)
+	list := r.reads.List
+	if at, ok, err := asOf(c); err != nil {
+		WriteError(c, err)
+		return
+	} else if ok && r.listAt != nil {
+		list = func(ctx context.Context, caller app.Caller, q Q) (readmodel.List[T], error) {
+			return r.listAt(ctx, caller, q, at)
+		}
+	}
+	l, err := list(c.Request.Context(), callerOf(c), rq)
 	if err != nil {
 		WriteError(c, err)
 		return
@@ -73,11 +117,25 @@ func (r providerResource[T, F, Q, V]) list(c *gin.Context) {
 }
 
 func (r providerResource[T, F, Q, V]) get(c *gin.Context) {
+	if r.getAt != nil {
+		at, ok, err := asOf(c)
+		if err != nil {
+			WriteError(c, err)
+			return
+		}
+		if ok {
+			r.byID(c, func(ctx context.Context, caller app.Caller, id int64) (T, error) { return r.getAt(ctx, caller, id, at) })
+			return
+		}
+	}
 	r.byID(c, r.reads.Get)
 }
 
 func (r providerResource[T, F, Q, V]) delete(c *gin.Context) {
-	r.byID(c, r.del)
+	r.byID(c, func(ctx context.Context, caller app.Caller, id int64) (T, error) {
+		v, err := r.del(ctx, caller, id)
+		return v, r.wireError(err)
+	})
 }
 
 // byID answers with do's object for the path's id.
@@ -123,13 +181,35 @@ func (r providerResource[T, F, Q, V]) write(c *gin.Context, pathID int64) {
 	if update {
 		v, err := r.writes.Update(c.Request.Context(), callerOf(c), id, in)
 		if err != nil {
-			WriteError(c, err)
+			WriteError(c, r.wireError(err))
 			return
 		}
 		providerJSON(c, r.view(v))
 		return
 	}
+	if r.normalize != nil {
+		in = r.normalize(callerOf(c), in)
+	}
 	createOnce(c, r.idem, r.what, fingerprintOf(r.what, in),
-		func(ctx context.Context, caller app.Caller) (T, error) { return r.writes.Create(ctx, caller, in) },
+		func(ctx context.Context, caller app.Caller) (T, error) {
+			v, err := r.writes.Create(ctx, caller, in)
+			return v, r.wireError(err)
+		},
 		r.render)
+}
+
+// wireError renames the fields of a validation error to this API's names.
+func (r providerResource[T, F, Q, V]) wireError(err error) error {
+	var v *domain.ValidationError
+	if len(r.fields) == 0 || !errors.As(err, &v) {
+		return err
+	}
+	fields := make(map[string]string, len(v.Fields))
+	for name, problem := range v.Fields {
+		if wire, ok := r.fields[name]; ok {
+			name = wire
+		}
+		fields[name] = problem
+	}
+	return &domain.ValidationError{Fields: fields}
 }

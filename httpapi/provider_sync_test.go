@@ -161,6 +161,74 @@ func TestProviderSync(t *testing.T) {
 		t.Fatalf("re-sending with %d changed records appended %d events", changed, got)
 	}
 
+	// 4. The same three steps for another provider's accounts through
+	// POST /accounts/bulk, one request each, beside the per-record API.
+	bulkProv := mustProvider(t, env, "Sync bulk")
+	for i := range records {
+		records[i]["provider"] = bulkProv
+		records[i]["fullname"] = fmt.Sprintf("Subscriber %d", i)
+	}
+	bulkPhase := func(name string, wantResult string, wantEvents uint64) {
+		t.Helper()
+		var buf bytes.Buffer
+		for _, r := range records {
+			data, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf.Write(data)
+			buf.WriteByte('\n')
+		}
+		before := head(t, env)
+		started := time.Now()
+		req, err := http.NewRequest(http.MethodPost, env.URL+"/api/provider/accounts/bulk", &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(env.SuperLogin, env.SuperPassword)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := map[string]int{}
+		dec := json.NewDecoder(resp.Body)
+		for {
+			var line struct {
+				Status int
+				Result string
+			}
+			if err := dec.Decode(&line); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			results[fmt.Sprint(line.Status, " ", line.Result)]++
+		}
+		resp.Body.Close()
+		took := time.Since(started)
+		got := events(before.Commit, head(t, env).Commit)
+		t.Logf("bulk %-6s %7d accounts, one request: %8.2fs, %7.0f records/s, %7d events appended, results %v",
+			name, n, took.Seconds(), float64(n)/took.Seconds(), got, results)
+		if wantResult != "" && results["200 "+wantResult] != n {
+			t.Fatalf("bulk %s: results %v, want %d × %s", name, results, n, wantResult)
+		}
+		if wantEvents != 0 && got < wantEvents || wantEvents == 0 && got != 0 {
+			t.Fatalf("bulk %s appended %d events, want %d", name, got, wantEvents)
+		}
+	}
+	bulkPhase("create", "created", uint64(2*n))
+	bulkPhase("resend", "unchanged", 0)
+	for i := range records {
+		if i%10 == 3 {
+			records[i]["fullname"] = fmt.Sprintf("Subscriber %d (moved)", i)
+		}
+	}
+	before := head(t, env)
+	bulkPhase("change", "", uint64(changed))
+	if got := events(before.Commit, head(t, env).Commit); got != uint64(changed) {
+		t.Fatalf("bulk re-send with %d changed records appended %d events", changed, got)
+	}
+
 	// The list agrees.
 	l := superClient(env).ok(t, http.MethodGet, fmt.Sprintf("/accounts?provider=%d&limit=1", prov), nil)
 	if l.int(t, "total") != int64(n) {

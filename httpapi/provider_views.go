@@ -18,26 +18,30 @@ import (
 // documentation of each object; every field is always present, null when
 // unset. The *_dto fields and pin_md5 are always null, as TVIP answers them.
 
-// providerAccountJSON is an account (the Provider API's account object),
-// plus two read-only fields of ours: created, and services_available
-// (enabled with a subscription active now: what the account's devices get).
+// providerAccountJSON is an account (the Provider API's account object, as
+// TVIP's SDK reads it: created, updated and last_online in Unix seconds,
+// region_tag a region's id), plus one read-only field of ours:
+// services_available (enabled with a subscription active now: what the
+// account's devices get).
 type providerAccountJSON struct {
-	ID                     int64         `json:"id"`
-	Enabled                bool          `json:"enabled"`
-	Login                  string        `json:"login"`
-	PinMD5                 *string       `json:"pin_md5"`
-	Fullname               string        `json:"fullname"`
-	Provider               int64         `json:"provider"`
-	RemoteCustomField      *string       `json:"remote_custom_field"`
-	ContractInfo           *string       `json:"contract_info"`
-	MainAddress            *string       `json:"main_address"`
-	AccountDesc            *string       `json:"account_desc"`
-	ProviderDTO            *struct{}     `json:"provider_dto"`
-	RegionTag              *string       `json:"region_tag"`
-	RegionDTO              *struct{}     `json:"region_dto"`
-	DevicesPerAccountLimit *int          `json:"devices_per_account_limit"`
-	Created                wire.DateTime `json:"created"`
-	ServicesAvailable      bool          `json:"services_available"`
+	ID                     int64     `json:"id"`
+	Enabled                bool      `json:"enabled"`
+	Login                  string    `json:"login"`
+	PinMD5                 *string   `json:"pin_md5"`
+	Fullname               string    `json:"fullname"`
+	Provider               int64     `json:"provider"`
+	RemoteCustomField      *string   `json:"remote_custom_field"`
+	ContractInfo           *string   `json:"contract_info"`
+	MainAddress            *string   `json:"main_address"`
+	AccountDesc            *string   `json:"account_desc"`
+	ProviderDTO            *struct{} `json:"provider_dto"`
+	RegionTag              *int64    `json:"region_tag"`
+	RegionDTO              *struct{} `json:"region_dto"`
+	DevicesPerAccountLimit *int      `json:"devices_per_account_limit"`
+	Created                *int64    `json:"created"`
+	Updated                *int64    `json:"updated"`
+	LastOnline             *int64    `json:"last_online"`
+	ServicesAvailable      bool      `json:"services_available"`
 }
 
 func providerAccount(v query.AccountView) providerAccountJSON {
@@ -54,9 +58,20 @@ func providerAccount(v query.AccountView) providerAccountJSON {
 		AccountDesc:            a.AccountDesc,
 		RegionTag:              a.RegionTag,
 		DevicesPerAccountLimit: a.DevicesPerAccountLimit,
-		Created:                wire.NewDateTime(a.Created, nil),
+		Created:                unixSeconds(a.Created),
+		Updated:                unixSeconds(a.Updated),
+		LastOnline:             unixSeconds(a.LastOnline),
 		ServicesAvailable:      v.ServicesAvailable,
 	}
+}
+
+// unixSeconds returns t in Unix seconds, nil for the zero time.
+func unixSeconds(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.Unix()
+	return &s
 }
 
 func encodeProviderAccount(v query.AccountView) ([]byte, error) {
@@ -80,7 +95,7 @@ func (a providerAccountJSON) appendJSON(dst []byte) []byte {
 	dst = appendNullableString(append(dst, `,"main_address":`...), a.MainAddress)
 	dst = appendNullableString(append(dst, `,"account_desc":`...), a.AccountDesc)
 	dst = appendNullStruct(append(dst, `,"provider_dto":`...), a.ProviderDTO)
-	dst = appendNullableString(append(dst, `,"region_tag":`...), a.RegionTag)
+	dst = appendNullableInt(append(dst, `,"region_tag":`...), a.RegionTag)
 	dst = appendNullStruct(append(dst, `,"region_dto":`...), a.RegionDTO)
 	dst = append(dst, `,"devices_per_account_limit":`...)
 	if a.DevicesPerAccountLimit == nil {
@@ -88,15 +103,18 @@ func (a providerAccountJSON) appendJSON(dst []byte) []byte {
 	} else {
 		dst = strconv.AppendInt(dst, int64(*a.DevicesPerAccountLimit), 10)
 	}
-	dst = append(dst, `,"created":`...)
-	if a.Created.IsZero() {
-		dst = append(dst, "null"...)
-	} else {
-		dst, _ = a.Created.AppendText(append(dst, '"')) // digits and separators: nothing to escape
-		dst = append(dst, '"')
-	}
+	dst = appendNullableInt(append(dst, `,"created":`...), a.Created)
+	dst = appendNullableInt(append(dst, `,"updated":`...), a.Updated)
+	dst = appendNullableInt(append(dst, `,"last_online":`...), a.LastOnline)
 	dst = strconv.AppendBool(append(dst, `,"services_available":`...), a.ServicesAvailable)
 	return append(dst, '}')
+}
+
+func appendNullableInt(dst []byte, n *int64) []byte {
+	if n == nil {
+		return append(dst, "null"...)
+	}
+	return strconv.AppendInt(dst, *n, 10)
 }
 
 func appendNullableString(dst []byte, s *string) []byte {
@@ -115,24 +133,27 @@ func appendNullStruct(dst []byte, p *struct{}) []byte {
 }
 
 // providerSubscriptionJSON is an account subscription (the Provider API's
-// account_subscriptions object); stop is null while open-ended.
+// account_subscriptions object); stop is null while open-ended,
+// time_shift_depth when unset.
 type providerSubscriptionJSON struct {
-	ID         int64         `json:"id"`
-	Account    int64         `json:"account"`
-	Start      wire.DateTime `json:"start"`
-	Tarif      int64         `json:"tarif"`
-	Stop       wire.DateTime `json:"stop"`
-	TarifDTO   *struct{}     `json:"tarif_dto"`
-	AccountDTO *struct{}     `json:"account_dto"`
+	ID             int64         `json:"id"`
+	Account        int64         `json:"account"`
+	Start          wire.DateTime `json:"start"`
+	Tarif          int64         `json:"tarif"`
+	Stop           wire.DateTime `json:"stop"`
+	TimeShiftDepth *int          `json:"time_shift_depth"`
+	TarifDTO       *struct{}     `json:"tarif_dto"`
+	AccountDTO     *struct{}     `json:"account_dto"`
 }
 
 func providerSubscription(s readmodel.Subscription) providerSubscriptionJSON {
 	return providerSubscriptionJSON{
-		ID:      s.ID,
-		Account: s.Account,
-		Start:   wire.NewDateTime(s.Start, nil),
-		Tarif:   s.Tariff,
-		Stop:    wire.NewDateTime(s.Stop, nil), // zero: null
+		ID:             s.ID,
+		Account:        s.Account,
+		Start:          wire.NewDateTime(s.Start, nil),
+		Tarif:          s.Tariff,
+		Stop:           wire.NewDateTime(s.Stop, nil), // zero: null
+		TimeShiftDepth: s.TimeShiftDepth,
 	}
 }
 
@@ -140,32 +161,107 @@ func encodeProviderSubscription(s readmodel.Subscription) ([]byte, error) {
 	return json.Marshal(providerSubscription(s))
 }
 
-// providerDeviceJSON is a bound device; model is null when the device did
-// not report one.
-type providerDeviceJSON struct {
-	ID       int64         `json:"id"`
-	Account  int64         `json:"account"`
-	Provider int64         `json:"provider"`
-	UniqueID string        `json:"unique_id"`
-	Class    string        `json:"class"`
-	Model    *string       `json:"model"`
-	Created  wire.DateTime `json:"created"`
+// providerDeviceSubscriptionJSON is a device's own subscription (TVIP's
+// device_subscriptions object), with the device's account as an extra.
+type providerDeviceSubscriptionJSON struct {
+	ID             int64         `json:"id"`
+	Device         int64         `json:"device"`
+	Start          wire.DateTime `json:"start"`
+	Stop           wire.DateTime `json:"stop"`
+	Tarif          int64         `json:"tarif"`
+	TimeShiftDepth *int          `json:"time_shift_depth"`
+	Account        int64         `json:"account"`
 }
 
-func providerDevice(d readmodel.Device) providerDeviceJSON {
+func providerDeviceSubscription(s readmodel.Subscription) providerDeviceSubscriptionJSON {
+	return providerDeviceSubscriptionJSON{
+		ID:             s.ID,
+		Device:         s.Device,
+		Start:          wire.NewDateTime(s.Start, nil),
+		Stop:           wire.NewDateTime(s.Stop, nil),
+		Tarif:          s.Tariff,
+		TimeShiftDepth: s.TimeShiftDepth,
+		Account:        s.Account,
+	}
+}
+
+func encodeProviderDeviceSubscription(s readmodel.Subscription) ([]byte, error) {
+	return json.Marshal(providerDeviceSubscription(s))
+}
+
+// providerDeviceJSON is a bound device: TVIP's device object (ipaddr,
+// first_online, last_online, last_fw_ver and operation_system from its
+// logins and connections; the rest set by the provider), plus class,
+// model (null when the device did not report one), created and online of
+// ours.
+type providerDeviceJSON struct {
+	ID                int64         `json:"id"`
+	UniqueID          string        `json:"unique_id"`
+	Account           int64         `json:"account"`
+	Provider          int64         `json:"provider"`
+	IPAddr            *string       `json:"ipaddr"`
+	MAC               *string       `json:"mac"`
+	RemoteCustomField *string       `json:"remote_custom_field"`
+	Comment           *string       `json:"comment"`
+	LastOnline        wire.DateTime `json:"last_online"`
+	LastFwVer         *string       `json:"last_fw_ver"`
+	FirstOnline       wire.DateTime `json:"first_online"`
+	UseNAT            bool          `json:"use_nat"`
+	OperationSystem   *string       `json:"operation_system"`
+	UdpxyAddr         *string       `json:"udpxy_addr"`
+	DeviceType        *int64        `json:"device_type"`
+	Class             string        `json:"class"`
+	Model             *string       `json:"model"`
+	Created           wire.DateTime `json:"created"`
+	// Online: its websocket is open on the node that answers.
+	Online bool `json:"online"`
+}
+
+// providerDevice renders d; online (nil: never) says whether its websocket
+// is open.
+func providerDevice(d readmodel.Device, online func(device int64) bool) providerDeviceJSON {
 	v := providerDeviceJSON{
-		ID:       d.ID,
-		Account:  d.Account,
-		Provider: d.Provider,
-		UniqueID: d.UniqueID,
-		Class:    string(d.Class),
-		Created:  wire.NewDateTime(d.Created, nil),
+		ID:                d.ID,
+		UniqueID:          d.UniqueID,
+		Account:           d.Account,
+		Provider:          d.Provider,
+		IPAddr:            d.Address,
+		MAC:               d.MAC,
+		RemoteCustomField: d.RemoteCustomField,
+		Comment:           d.Comment,
+		LastOnline:        wire.NewDateTime(d.LastOnline, nil),
+		LastFwVer:         d.Firmware,
+		FirstOnline:       wire.NewDateTime(d.FirstOnline, nil),
+		UseNAT:            d.UseNAT,
+		OperationSystem:   d.OS,
+		UdpxyAddr:         d.UdpxyAddr,
+		DeviceType:        d.DeviceType,
+		Class:             string(d.Class),
+		Created:           wire.NewDateTime(d.Created, nil),
+		Online:            online != nil && online(d.ID),
 	}
 	if d.Model != "" {
 		m := d.Model
 		v.Model = &m
 	}
 	return v
+}
+
+// providerNetworkJSON is an account network (TVIP's account_network).
+type providerNetworkJSON struct {
+	ID          int64   `json:"id"`
+	Network     string  `json:"network"`
+	Account     int64   `json:"account"`
+	Description *string `json:"description"`
+	Provider    int64   `json:"provider"`
+}
+
+func providerNetwork(n readmodel.AccountNetwork) providerNetworkJSON {
+	return providerNetworkJSON{ID: n.ID, Network: n.Network.String(), Account: n.Account, Description: n.Description, Provider: n.Provider}
+}
+
+func encodeProviderNetwork(n readmodel.AccountNetwork) ([]byte, error) {
+	return json.Marshal(providerNetwork(n))
 }
 
 // providerHistoryJSON is one entry of an account's history.

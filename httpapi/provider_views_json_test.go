@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
-	"time"
-
-	"tvsm/httpapi/wire"
 )
 
 func sameAsEncodingJSON(t *testing.T, a providerAccountJSON) {
@@ -31,15 +28,20 @@ func randomAccountJSON(rng *rand.Rand, text string) providerAccountJSON {
 		return &s
 	}
 	a := providerAccountJSON{ID: rng.Int64(), Enabled: rng.IntN(2) == 0, Login: str(), Fullname: str(), Provider: rng.Int64N(1000) - 1,
-		RemoteCustomField: ptr(), ContractInfo: ptr(), MainAddress: ptr(), AccountDesc: ptr(), RegionTag: ptr(), PinMD5: ptr(),
+		RemoteCustomField: ptr(), ContractInfo: ptr(), MainAddress: ptr(), AccountDesc: ptr(), PinMD5: ptr(),
 		ServicesAvailable: rng.IntN(2) == 0}
 	if rng.IntN(2) == 0 {
 		n := rng.IntN(100) - 50
 		a.DevicesPerAccountLimit = &n
 	}
-	if rng.IntN(4) > 0 {
-		a.Created = wire.NewDateTime(time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)), nil)
+	num := func() *int64 {
+		if rng.IntN(4) == 0 {
+			return nil
+		}
+		n := rng.Int64() - rng.Int64()
+		return &n
 	}
+	a.RegionTag, a.Created, a.Updated, a.LastOnline = num(), num(), num(), num()
 	if rng.IntN(5) == 0 {
 		a.ProviderDTO, a.RegionDTO = &struct{}{}, &struct{}{}
 	}

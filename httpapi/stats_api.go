@@ -23,6 +23,9 @@ import (
 // StatsService is what the Statistics API (/api/stats) needs:
 // *query.Statistics implements it.
 type StatsService interface {
+	// ClosedThrough is the last closed day (ok false: none yet): a day
+	// appears in the answers once it is closed.
+	ClosedThrough() (day stats.Day, ok bool)
 	Subscriptions(ctx context.Context, q query.StatsQuery, w query.SubscriptionWriter) error
 	Devices(ctx context.Context, q query.StatsQuery) ([]query.ProviderDevices, error)
 	Accounts(ctx context.Context, q query.StatsQuery, w query.AccountWriter) error
@@ -51,9 +54,9 @@ func MountStats(g *gin.RouterGroup, svc StatsService, auth ...gin.HandlerFunc) e
 	}
 	h := &statsHandlers{svc: svc}
 	auth = slices.Clip(auth) // each append below makes its own chain
-	g.GET("/subscription", append(auth, h.subscription)...)
-	g.GET("/device", append(auth, h.device)...)
-	g.GET("/account", append(auth, h.account)...)
+	g.GET("/subscription", append(auth, h.closedThrough, h.subscription)...)
+	g.GET("/device", append(auth, h.closedThrough, h.device)...)
+	g.GET("/account", append(auth, h.closedThrough, h.account)...)
 	g.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json; charset=utf-8", doc) })
 	g.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml; charset=utf-8", statsdoc.OpenAPIYAML()) })
 	g.GET("/swagger-ui", func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, c.Request.URL.Path+"/index.html") })
@@ -62,6 +65,22 @@ func MountStats(g *gin.RouterGroup, svc StatsService, auth ...gin.HandlerFunc) e
 }
 
 type statsHandlers struct{ svc StatsService }
+
+// HeaderClosedThrough names the last closed day on every statistics
+// answer, so that a client asking for today (not closed yet: not in the
+// answer) can tell why.
+const HeaderClosedThrough = "X-TVSM-Closed-Through"
+
+// closedThrough sets HeaderClosedThrough: the last closed day, or "none"
+// before the first day has closed.
+func (h *statsHandlers) closedThrough(c *gin.Context) {
+	v := "none"
+	if d, ok := h.svc.ClosedThrough(); ok {
+		v = d.String()
+	}
+	c.Header(HeaderClosedThrough, v)
+	c.Next()
+}
 
 // ParseStatsQuery parses the Statistics API's query parameters: from and
 // to (required dates YYYY-MM-DD, from <= to, at most query.MaxRangeDays

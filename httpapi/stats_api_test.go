@@ -242,6 +242,24 @@ func TestStatsSubscription(t *testing.T) {
 		{"provider_id":1,"subscriptions_stat":[]},{"provider_id":2,"subscriptions_stat":[]},{"provider_id":3,"subscriptions_stat":[]}]}`)
 }
 
+// Every statistics answer names the last closed day, errors included,
+// so a client asking for today (not closed yet) can tell why it is not
+// there.
+func TestStatsClosedThroughHeader(t *testing.T) {
+	e := stWorld(t)
+	for _, path := range []string{"/subscription?from=2026-03-01&to=2026-03-05", "/device?from=2026-03-03&to=2026-03-03",
+		"/account?from=2026-03-01&to=2026-03-01", "/subscription?from=2026-03-05&to=2026-03-01"} {
+		resp, body := e.get("super", path)
+		if got := resp.Header.Get(httpapi.HeaderClosedThrough); got != "2026-03-02" {
+			t.Errorf("%s: %d, %s %q, want 2026-03-02 (%s)", path, resp.StatusCode, httpapi.HeaderClosedThrough, got, body)
+		}
+	}
+	none := stStart(t) // nothing projected: no day closed
+	if resp, _ := none.get("super", "/device?from=2026-03-03&to=2026-03-03"); resp.Header.Get(httpapi.HeaderClosedThrough) != "none" {
+		t.Errorf("before any day closed: %q, want none", resp.Header.Get(httpapi.HeaderClosedThrough))
+	}
+}
+
 func TestStatsDevice(t *testing.T) {
 	e := stWorld(t)
 	// 90 s of DVR: 2 minutes (1.5 rounded half up) and 0.03 hours; 125 s

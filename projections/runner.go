@@ -11,12 +11,13 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/internal/platform/supervise"
 )
 
 // Defaults of RunnerOptions.
 const (
 	DefaultBackoffBase      = 100 * time.Millisecond
-	DefaultBackoffMax       = 30 * time.Second
+	DefaultBackoffMax       = 5 * time.Second
 	DefaultWatchdogInterval = 30 * time.Second
 )
 
@@ -34,7 +35,10 @@ type RunnerOptions struct {
 	Rebuild bool
 	// BackoffBase and BackoffMax bound the delay before resubscribing after a
 	// failure: exponential from base, capped at max, with full jitter, and
-	// back to base after a batch is handled. Defaults 100ms and 30s.
+	// back to base after a batch is handled. Defaults 100ms and 5s: a
+	// subscription to a store that is down fails at once, so retrying costs
+	// nothing, and the cap is how long a node may stay behind (and not
+	// ready) after its store has come back.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 	// WatchdogInterval is how often the watchdog compares the store's head
@@ -92,7 +96,9 @@ type Runner struct {
 	batches       atomic.Uint64
 	reconnects    atomic.Uint64
 	caughtUp      atomic.Bool
+	live          atomic.Bool
 	replaying     atomic.Bool
+	panicked      atomic.Bool
 
 	mu        sync.Mutex
 	lastErr   error
@@ -147,9 +153,11 @@ func (r *Runner) Stats() Stats {
 		EventsApplied: r.eventsApplied.Load(),
 		Batches:       r.batches.Load(),
 		CaughtUp:      r.caughtUp.Load(),
+		Live:          r.live.Load(),
 		Replaying:     r.replaying.Load(),
 		Reconnects:    r.reconnects.Load(),
 		LastBatch:     lastBatch,
+		Panicked:      r.panicked.Load(),
 	}
 	if lastErr != nil {
 		s.LastError = lastErr.Error()
@@ -187,7 +195,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.replaying.Store(st.replaying)
 	defer r.replaying.Store(false)
 	for {
-		err := r.session(ctx, st)
+		err := r.guardedSession(ctx, st)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -208,6 +216,14 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 }
 
+// guardedSession is session with a panic outside the handler (the store's
+// subscription, the runner itself) recovered, logged and counted, and
+// returned as its error: the session's own cleanup has run by then.
+func (r *Runner) guardedSession(ctx context.Context, st *runState) (err error) {
+	defer supervise.Recover(r.log, r.component(), func(p *supervise.Panic) { err = p })
+	return r.session(ctx, st)
+}
+
 // session loads the checkpoint if needed, subscribes after it and handles
 // batches until something fails. It always returns a non-nil error.
 func (r *Runner) session(ctx context.Context, st *runState) error {
@@ -216,6 +232,8 @@ func (r *Runner) session(ctx context.Context, st *runState) error {
 			return err
 		}
 	}
+	// Live from the subscription's first caught-up batch until it ends.
+	defer r.live.Store(false)
 	subCtx, cancel := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
 	defer func() {
@@ -237,10 +255,14 @@ func (r *Runner) session(ctx context.Context, st *runState) error {
 	}
 	defer sub.Close()
 	r.log.Debug("subscribed", "after", after.String(), "mode", r.mode(st).String())
+	// A panic of a helper goroutine ends the session, which is then
+	// resubscribed as after any failure.
+	endSession := func(p *supervise.Panic) { cancel(p) }
 	if every := r.opts.CheckpointEvery; every > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer supervise.Recover(r.log, r.component(), endSession)
 			r.saveEvery(subCtx, st, every)
 		}()
 	}
@@ -250,6 +272,7 @@ func (r *Runner) session(ctx context.Context, st *runState) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer supervise.Recover(r.log, r.component(), endSession)
 			r.watchdog(subCtx, hr, &recvSince, cancel)
 		}()
 	}
@@ -261,7 +284,8 @@ func (r *Runner) session(ctx context.Context, st *runState) error {
 		b, err := sub.Recv(subCtx)
 		recvSince.Store(0)
 		if err != nil {
-			if cause := context.Cause(subCtx); errors.Is(cause, errStalled) {
+			var p *supervise.Panic
+			if cause := context.Cause(subCtx); errors.Is(cause, errStalled) || errors.As(cause, &p) {
 				return fmt.Errorf("projections: %s: %w", r.name, cause)
 			}
 			return fmt.Errorf("projections: %s: receive after %v: %w", r.name, st.appliedPos(), err)
@@ -337,7 +361,7 @@ func (r *Runner) handle(ctx context.Context, st *runState, b eventstore.Batch) e
 	if n := len(b.Events); n > 0 {
 		mode := r.mode(st)
 		last := b.Events[n-1].Position
-		if err := r.h.Apply(ctx, r.dec.Decode(b.Events), mode); err != nil {
+		if err := r.apply(ctx, b.Events, mode); err != nil {
 			return fmt.Errorf("projections: %s: apply %d events up to %v (%v): %w", r.name, n, last, mode, err)
 		}
 		r.eventsApplied.Add(uint64(n))
@@ -346,6 +370,7 @@ func (r *Runner) handle(ctx context.Context, st *runState, b eventstore.Batch) e
 		}
 	}
 	r.batches.Add(1)
+	r.panicked.Store(false)
 	r.mu.Lock()
 	r.lastBatch = time.Now()
 	r.mu.Unlock()
@@ -363,6 +388,7 @@ func (r *Runner) handle(ctx context.Context, st *runState, b eventstore.Batch) e
 		}
 	}
 	if b.CaughtUp {
+		r.live.Store(true)
 		if st.replaying {
 			st.replaying = false
 			r.replaying.Store(false)
@@ -379,6 +405,25 @@ func (r *Runner) handle(ctx context.Context, st *runState, b eventstore.Batch) e
 	}
 	return nil
 }
+
+// apply hands events to the handler. A panic of the handler is recovered,
+// logged with its stack and counted (supervise), and returned as the
+// error: the runner resubscribes after the last applied position, as after
+// any failure, and reports Panicked until a batch is applied. So does a
+// handler that returns a panic it recovered on a goroutine of its own.
+func (r *Runner) apply(ctx context.Context, events []eventstore.RecordedEvent, mode Mode) (err error) {
+	defer func() { // runs after Recover below has set err
+		var p *supervise.Panic
+		if errors.As(err, &p) {
+			r.panicked.Store(true)
+		}
+	}()
+	defer supervise.Recover(r.log, r.component(), func(p *supervise.Panic) { err = p })
+	return r.h.Apply(ctx, r.dec.Decode(events), mode)
+}
+
+// component names the runner in panic logs and metrics.
+func (r *Runner) component() string { return "projection/" + r.name }
 
 // save stores the applied position as the checkpoint if it moved. It runs
 // even when shutdown has begun: the work is applied and must not be redone.

@@ -8,11 +8,14 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"tvsm/eventstore"
+	"tvsm/eventstore/memory"
+	"tvsm/internal/platform/supervise"
 )
 
 func TestRunnerAppliesEverythingOnceInOrder(t *testing.T) {
@@ -499,4 +502,121 @@ func TestRunnerMinBatchIntervalSpacesLiveBatchesOnly(t *testing.T) {
 	if d := time.Since(stopped); d > every {
 		t.Errorf("stop took %v, longer than the batch interval %v", d, every)
 	}
+}
+
+// A handler that panics does not take the runner down: the panic is
+// recovered, logged and counted, the runner reports Panicked and
+// resubscribes after what was applied, as after an error, until a batch
+// goes through; nothing is lost or applied twice.
+func TestRunnerRecoversHandlerPanic(t *testing.T) {
+	s := openStore(t)
+	last := appendEvents(t, s, "account-1", 30)
+	fs := &faultyStore{Store: s, wrap: func(_ int, sub eventstore.Subscription) eventstore.Subscription {
+		return &splitSub{Subscription: sub, size: 8}
+	}}
+	h := newTestHandler("panicky.v1")
+	release := make(chan struct{})
+	h.fail = func(call int, _ []eventstore.RecordedEvent) error {
+		if call >= 2 {
+			select {
+			case <-release:
+			default:
+				panic("projection bug")
+			}
+		}
+		return nil
+	}
+	before := supervise.Counts()["projection/panicky.v1"]
+	opts := fastOptions(t)
+	opts.BackoffBase, opts.BackoffMax = 2*time.Millisecond, 10*time.Millisecond
+	r := NewRunner(fs, testEvents, h, fileCheckpoints(t), opts)
+	startRunner(t, r)
+	eventually(t, "panics counted and reported", func() bool {
+		return supervise.Counts()["projection/panicky.v1"] >= before+2 && r.Stats().Panicked
+	})
+	if st := r.Stats(); !strings.Contains(st.LastError, "panic: projection bug") || st.Position != pos(8) {
+		t.Fatalf("stats while panicking %+v; want the panic as last error, position 8", st)
+	}
+	close(release)
+	waitApplied(t, r, last)
+	if st := r.Stats(); st.Panicked {
+		t.Fatalf("still Panicked after applying batches: %+v", st)
+	}
+	_, deliveries, _ := h.snapshot()
+	assertInOrderOnce(t, deliveries, positions(0, 30))
+}
+
+// TestRunnerLiveFollowsTheSubscription: Live is set once the subscription
+// has reached the head, cleared while the store cannot be reached (its
+// subscription failed and resubscribing fails), and set again once a
+// resubscription has caught up, with what was appended meanwhile applied.
+// CaughtUp stays set throughout.
+func TestRunnerLiveFollowsTheSubscription(t *testing.T) {
+	s := openStore(t)
+	appendEvents(t, s, "account-1", 10)
+	store := &outageStore{Store: s}
+	r := NewRunner(store, testEvents, newTestHandler("rm.v1"), fileCheckpoints(t), fastOptions(t))
+	startRunner(t, r)
+	eventually(t, "live", func() bool { return r.Stats().Live })
+
+	store.down.Store(true)
+	eventually(t, "not live while the store is down", func() bool { return !r.Stats().Live })
+	last := appendEvents(t, s, "account-2", 3)
+	eventually(t, "failed resubscriptions", func() bool { return r.Stats().Reconnects >= 3 })
+	if st := r.Stats(); st.Live || !st.CaughtUp {
+		t.Fatalf("during the outage: %+v, want not live and caught up once", st)
+	}
+
+	store.down.Store(false)
+	waitApplied(t, r, last)
+	eventually(t, "live again", func() bool { return r.Stats().Live })
+}
+
+// outageStore makes its store unreachable on demand: subscriptions fail to
+// start, and running ones fail their Recv (within a millisecond, also while
+// waiting for events), as with a server that went away.
+type outageStore struct {
+	*memory.Store
+	down atomic.Bool
+}
+
+func (o *outageStore) SubscribeAll(ctx context.Context, after eventstore.Position, filter eventstore.Filter) (eventstore.Subscription, error) {
+	if o.down.Load() {
+		return nil, eventstore.ErrUnavailable
+	}
+	sub, err := o.Store.SubscribeAll(ctx, after, filter)
+	if err != nil {
+		return nil, err
+	}
+	return &outageSub{Subscription: sub, down: &o.down}, nil
+}
+
+type outageSub struct {
+	eventstore.Subscription
+	down *atomic.Bool
+}
+
+func (s *outageSub) Recv(ctx context.Context) (eventstore.Batch, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if s.down.Load() {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	b, err := s.Subscription.Recv(ctx)
+	if s.down.Load() {
+		return eventstore.Batch{}, eventstore.ErrUnavailable
+	}
+	return b, err
 }

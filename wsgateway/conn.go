@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"tvsm/internal/platform/supervise"
 )
 
 // Conn is one device connection. It is created by Hub.Upgrade. A reader
@@ -20,6 +22,9 @@ type Conn struct {
 	seq         uint64 // unique within the hub
 	connectedAt time.Time
 	peerCode    atomic.Int32 // close code the device sent, if any
+	// release gives back the connection's place among its address's
+	// (Options.MaxPerAddress) once its socket is closed.
+	release func()
 
 	q          queue
 	pingDue    atomic.Bool
@@ -194,6 +199,10 @@ func (c *Conn) kick() {
 // writeLoop writes a due ping and the queued messages, and ends when there
 // is nothing more to write or the connection is closing.
 func (c *Conn) writeLoop() {
+	defer supervise.Recover(c.hub.opts.Logger, panicComponent, func(*supervise.Panic) {
+		c.close(ReasonInternalError)
+		c.q.releaseWriter(true, false)
+	})
 	for {
 		if c.pingDue.Swap(false) {
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, c.deadline()); err != nil {
@@ -216,6 +225,7 @@ func (c *Conn) writeLoop() {
 // readPump reads device messages until the socket fails.
 func (c *Conn) readPump() {
 	defer close(c.readerDone)
+	defer supervise.Recover(c.hub.opts.Logger, panicComponent, func(*supervise.Panic) { c.close(ReasonInternalError) })
 	o := &c.hub.opts
 	c.ws.SetReadLimit(o.ReadLimit)
 	extend := func() { _ = c.ws.SetReadDeadline(time.Now().Add(o.PongWait)) }
@@ -242,8 +252,8 @@ func (c *Conn) readPump() {
 			}
 			continue
 		}
-		if o.OnMessage != nil {
-			o.OnMessage(c, m)
+		if o.OnMessage != nil && !c.hook(func() { o.OnMessage(c, m) }) {
+			return
 		}
 	}
 }
@@ -299,11 +309,30 @@ func (c *Conn) finish() {
 		}
 	}
 	_ = c.ws.Close()
+	if c.release != nil {
+		c.release()
+	}
 	<-c.readerDone
 	c.q.stopWriter()
 	c.hub.stats.closed(c.reason)
 	if o.OnClose != nil {
-		o.OnClose(c, c.reason)
+		c.hook(func() { o.OnClose(c, c.reason) })
 	}
 	c.hub.pumps.Done()
+}
+
+// panicComponent names the gateway's connections in panic logs and
+// metrics.
+const panicComponent = "websocket"
+
+// hook runs one of the hub's hooks for c and reports whether it returned.
+// A panic is recovered, logged and counted, and closes the connection with
+// ReasonInternalError: the device reconnects; the hub and its other
+// connections go on.
+func (c *Conn) hook(f func()) bool {
+	if p := supervise.Do(c.hub.opts.Logger, panicComponent, f); p != nil {
+		c.close(ReasonInternalError)
+		return false
+	}
+	return true
 }

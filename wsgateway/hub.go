@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"tvsm/internal/platform/connlimit"
 )
 
 // numShards is the number of registry shards; a power of two.
@@ -29,12 +31,13 @@ type Hub struct {
 	pumps    sync.WaitGroup // one per registered connection until OnClose returned
 	seq      atomic.Uint64  // last Conn.Seq handed out
 	stats    counters
+	addrs    *connlimit.Counter // websockets per client address
 }
 
 // NewHub returns a hub configured by opts.
 func NewHub(opts Options) *Hub {
 	o := opts.withDefaults()
-	h := &Hub{opts: o}
+	h := &Hub{opts: o, addrs: connlimit.NewCounter(o.MaxPerAddress)}
 	h.upgrader = websocket.Upgrader{
 		HandshakeTimeout:  o.WriteWait,
 		ReadBufferSize:    o.ReadBufferSize,
@@ -178,6 +181,7 @@ func (h *Hub) Stats() Stats {
 		Replaced:       h.stats.replaced.Load(),
 		Timeouts:       h.stats.timeouts.Load(),
 		ClosedByClient: h.stats.clientClosed.Load(),
+		AddressFull:    h.stats.addressFull.Load(),
 	}
 }
 

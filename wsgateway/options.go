@@ -1,6 +1,7 @@
 package wsgateway
 
 import (
+	"log/slog"
 	"net/http"
 	"time"
 )
@@ -44,6 +45,10 @@ type Options struct {
 	// ReadBufferSize and WriteBufferSize size gorilla's I/O buffers. The
 	// write buffer is pooled, so idle connections do not hold one.
 	ReadBufferSize, WriteBufferSize int
+	// MaxPerAddress is the most websockets one client address
+	// (Identity.Address, an IPv6 /64 counting as one address) holds at
+	// once; Upgrade refuses more with ErrAddressFull. 0: no cap.
+	MaxPerAddress int
 	// CheckOrigin is passed to the websocket.Upgrader; nil means gorilla's
 	// same-origin check (requests without an Origin header are accepted).
 	CheckOrigin func(r *http.Request) bool
@@ -61,12 +66,19 @@ type Options struct {
 	// Clock stamps Conn.ConnectedAt (default time.Now); tests inject one to
 	// check delivery rules that depend on connection time.
 	Clock func() time.Time
+	// Logger receives the panics recovered in a connection's goroutines
+	// and hooks (default slog.Default()); such a connection is closed with
+	// ReasonInternalError, the others go on.
+	Logger *slog.Logger
 }
 
 // withDefaults returns o with zero fields replaced by defaults.
 func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = DefaultQueueSize

@@ -22,6 +22,7 @@ const (
 	ReasonReplaced                             // a newer connection of the same device took over
 	ReasonShutdown                             // the hub was shut down
 	ReasonRevoked                              // the device's authorisation was dropped (unbound, update command)
+	ReasonInternalError                        // a panic in the connection's goroutines or hooks (recovered, logged, counted)
 )
 
 var reasonNames = [...]string{
@@ -35,6 +36,7 @@ var reasonNames = [...]string{
 	ReasonReplaced:      "replaced",
 	ReasonShutdown:      "shutdown",
 	ReasonRevoked:       "revoked",
+	ReasonInternalError: "internal_error",
 }
 
 // String returns a stable snake_case name usable as a metric label.
@@ -70,6 +72,8 @@ func (r CloseReason) closeFrame() (code int, text string, ok bool) {
 		return websocket.CloseTryAgainLater, "slow consumer", true
 	case ReasonBadMessages:
 		return websocket.ClosePolicyViolation, "invalid messages", true
+	case ReasonInternalError:
+		return websocket.CloseInternalServerErr, "internal error", true
 	}
 	return 0, "", false
 }

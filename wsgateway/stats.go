@@ -14,11 +14,12 @@ type Stats struct {
 	Replaced       uint64 // connections replaced by a newer one of the same device
 	Timeouts       uint64 // connections dropped for missing pongs
 	ClosedByClient uint64 // connections closed by the device
+	AddressFull    uint64 // upgrades refused: the address held Options.MaxPerAddress
 }
 
 // counters are the hub's live counters.
 type counters struct {
-	accepted, sent, misses, slow, bad, replaced, timeouts, clientClosed atomic.Uint64
+	accepted, sent, misses, slow, bad, replaced, timeouts, clientClosed, addressFull atomic.Uint64
 }
 
 // closed counts a connection end.

@@ -6,36 +6,57 @@ import (
 	"net/http"
 
 	"github.com/gorilla/websocket"
+
+	"tvsm/internal/platform/connlimit"
 )
 
 // ErrClosed is returned by Upgrade once the hub is shutting down.
 var ErrClosed = errors.New("wsgateway: hub closed")
 
+// ErrAddressFull is returned by Upgrade when the client's address holds
+// Options.MaxPerAddress websockets already. Nothing has been written: the
+// caller answers (429).
+var ErrAddressFull = errors.New("wsgateway: too many websockets from the client's address")
+
 // Upgrade upgrades the request to a websocket for an already authenticated
 // device, registers the connection (replacing an older one of the same
 // device) and starts its goroutines. It returns as soon as the connection is
 // running, so the HTTP handler and what it references can be collected. On
-// failure a HTTP error response has been written (503 after shutdown).
+// failure a HTTP error response has been written (503 after shutdown),
+// except for ErrAddressFull.
 func (h *Hub) Upgrade(w http.ResponseWriter, r *http.Request, id Identity) error {
 	deviceID := id.Device
 	if h.closing.Load() {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return ErrClosed
 	}
+	key, keyed := connlimit.ParseKey(id.Address)
+	if keyed && !h.addrs.Acquire(key) {
+		h.stats.addressFull.Add(1)
+		return fmt.Errorf("%w (%s holds %d)", ErrAddressFull, id.Address, h.opts.MaxPerAddress)
+	}
+	release := func() {
+		if keyed {
+			h.addrs.Release(key)
+		}
+	}
 	ws, err := h.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		release()
 		return fmt.Errorf("wsgateway: upgrade device %d: %w", deviceID, err)
 	}
 	c := newConn(h, ws, id)
+	c.release = release
 	if !h.add(c) {
 		// Shut down between the check and the upgrade: say goodbye inline.
 		code, text, _ := ReasonShutdown.closeFrame()
 		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), c.deadline())
 		_ = ws.Close()
+		release()
 		return ErrClosed
 	}
 	if h.opts.OnOpen != nil {
-		h.opts.OnOpen(c)
+		c.hook(func() { h.opts.OnOpen(c) })
 	}
 	c.start()
 	return nil

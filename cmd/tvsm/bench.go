@@ -19,6 +19,10 @@ directory, connects virtual devices from several tvsm simulate processes
 provider and reports the time until every device has it, messages per
 second and the server memory per idle connected device.
 
+With --nodes N > 1 it starts the EventStoreDB protocol double and N nodes
+on it, creates the accounts through all of them, and connects client
+process i to node i mod N.
+
 Flags:
 `
 
@@ -34,6 +38,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
 	fs.IntVar(&o.Devices, "devices", 10000, "virtual devices")
 	fs.IntVar(&o.Procs, "procs", 4, "client processes")
+	fs.IntVar(&o.Nodes, "nodes", 1, "nodes serving the devices (more than one: on the EventStoreDB protocol double)")
+	fs.IntVar(&o.ConnectRate, "connect-rate", 0, "devices a second starting to connect, over all client processes (0: 2,000 per process)")
+	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save a CPU profile of every node during the broadcast in")
 	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "bound of the whole run")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err

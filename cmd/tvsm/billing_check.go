@@ -29,11 +29,20 @@ Exit status: 0 when billing conforms, 1 when it deviates (errors; with
 The shared token is read from -token or, to keep it out of the process list,
 from the environment variable TVSM_BILLING_TOKEN.
 
+As the proxy, it refuses billing on loopback, private, link-local and cloud
+metadata addresses unless their network is allowed with
+-billing-allowed-networks (default $TVSM_BILLING_ALLOWED_NETWORKS), e.g.
+-billing-allowed-networks 127.0.0.0/8 for a billing on this host.
+
 Flags:
 `
 
-// billingTokenEnv holds the shared token when -token is not given.
-const billingTokenEnv = "TVSM_BILLING_TOKEN"
+// billingTokenEnv holds the shared token when -token is not given;
+// billingNetworksEnv the allowed networks, as for `tvsm serve`.
+const (
+	billingTokenEnv    = "TVSM_BILLING_TOKEN"
+	billingNetworksEnv = "TVSM_BILLING_ALLOWED_NETWORKS"
+)
 
 // billingCheckCmd runs `tvsm billing-check`.
 func billingCheckCmd(ctx context.Context, args []string, getenv func(string) (string, bool), stdout, stderr io.Writer) error {
@@ -55,9 +64,14 @@ func billingCheckCmd(ctx context.Context, args []string, getenv func(string) (st
 	fs.StringVar(&opts.Models.ServiceIDField, "svc-id-field", billing.DefaultServiceIDField, "wire `name` of the tariff's service id")
 	fs.IntVar(&opts.MaxTariffs, "max-tariffs", 20, "most tariff details fetched")
 	fs.BoolVar(&strict, "strict", false, "fail on warnings too")
+	allowed, _ := getenv(billingNetworksEnv)
+	fs.StringVar(&allowed, "billing-allowed-networks", allowed, "comma-separated CIDR `networks` billing may be in although refused by default (default $"+billingNetworksEnv+")")
 	url, err := parseWithOnePositional(fs, args)
 	if err != nil {
 		return err
+	}
+	if client.Addresses.Allowed, err = config.ParseNetworks(allowed); err != nil {
+		return &configError{fmt.Errorf("-billing-allowed-networks: %w", err)}
 	}
 	if target.Token == "" {
 		target.Token, _ = getenv(billingTokenEnv)
@@ -65,7 +79,7 @@ func billingCheckCmd(ctx context.Context, args []string, getenv func(string) (st
 	if target.Token == "" {
 		return &configError{fmt.Errorf("no shared token: pass -token or set %s", billingTokenEnv)}
 	}
-	if _, err := billing.Endpoint(url, "", ""); err != nil {
+	if err := client.Addresses.CheckURL(url); err != nil {
 		return &configError{fmt.Errorf("URL %q: %w", url, err)}
 	}
 	target.BaseURL = url

@@ -13,7 +13,7 @@ func TestBillingCheckConforming(t *testing.T) {
 	isolateEnv(t)
 	srv := billingtest.Start(t, "s3cret", billingtest.Options{Base: "/op"})
 	t.Setenv(billingTokenEnv, "s3cret")
-	code, stdout, stderr := runCapture(t, "billing-check", srv.BillingURL, "--account", "42", "--provider", "7", "--header-prefix", "X-TVIP-")
+	code, stdout, stderr := runCapture(t, "billing-check", srv.BillingURL, "--billing-allowed-networks", "127.0.0.0/8", "--account", "42", "--provider", "7", "--header-prefix", "X-TVIP-")
 	if code != exitOK || stderr != "" {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -32,6 +32,24 @@ func TestBillingCheckConforming(t *testing.T) {
 	}
 }
 
+// As the proxy, billing-check refuses billing on this host unless its
+// network is allowed; billing gets nothing.
+func TestBillingCheckRefusesLoopbackByDefault(t *testing.T) {
+	isolateEnv(t)
+	srv := billingtest.Start(t, "s3cret", billingtest.Options{})
+	code, _, stderr := runCapture(t, "billing-check", srv.URL, "--token", "s3cret")
+	if code != exitUsage || !strings.Contains(stderr, "127.0.0.1 is loopback") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant %d naming the loopback address", code, stderr, exitUsage)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("billing got %d requests", n)
+	}
+	code, _, stderr = runCapture(t, "billing-check", srv.URL, "--token", "s3cret", "--billing-allowed-networks", "10.0.0.0/33")
+	if code != exitUsage || !strings.Contains(stderr, "is not a CIDR network") {
+		t.Fatalf("bad networks: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
 func TestBillingCheckDeviations(t *testing.T) {
 	isolateEnv(t)
 	cabinet := strings.Replace(billingtest.Cabinet, `"contacts":"Support: +1 555 0100",`, ``, 1)
@@ -43,7 +61,7 @@ func TestBillingCheckDeviations(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, strings.Replace(billingtest.TariffDetail(strings.TrimPrefix(r.URL.Path, "/api/tariff/")), `"#1A237E"`, `"#FAFAFA"`, 1))
 	}})
-	code, stdout, stderr := runCapture(t, "billing-check", "--token", "s3cret", srv.URL, "--max-tariffs", "1")
+	code, stdout, stderr := runCapture(t, "billing-check", "--token", "s3cret", srv.URL, "--max-tariffs", "1", "--billing-allowed-networks", "127.0.0.1")
 	if code != exitFailure {
 		t.Errorf("exit %d, want %d", code, exitFailure)
 	}
@@ -77,6 +95,7 @@ func TestBillingCheckStrictAndUnreachable(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, strings.Replace(billingtest.Cabinet, `"balance":"120.50",`, ``, 1))
 	}})
+	t.Setenv(billingNetworksEnv, "127.0.0.0/8")
 	code, stdout, _ := runCapture(t, "billing-check", srv.URL, "--token", "s3cret")
 	if code != exitOK || !strings.Contains(stdout, "warning $.account.balance: missing; send null when unused") {
 		t.Errorf("warnings only: exit %d\n%s", code, stdout)

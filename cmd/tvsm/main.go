@@ -2,10 +2,15 @@
 //
 //	tvsm serve      run the service
 //	tvsm simulate   run virtual devices against a node
+//	tvsm demo       write a back-dated demo history into a fresh data directory
 //	tvsm bench      load scenarios (broadcast)
 //	tvsm billing-check  check an operator billing against the billing models
 //	tvsm version    print the version
 //	tvsm help       print this usage
+//
+// and, left out of the usage because it is for tests and trials,
+//
+//	tvsm esdb-double  run the protocol double of EventStoreDB (docs/eventstore.md)
 package main
 
 import (
@@ -43,6 +48,7 @@ const usageText = `tvsm: event-sourced subscriber management for IPTV operators.
 Usage:
   tvsm serve [flags]    run the service (tvsm help serve lists the flags)
   tvsm simulate [flags] run virtual devices against a node (tvsm simulate -h)
+  tvsm demo --data DIR  write a back-dated demo history (tvsm demo -h)
   tvsm bench broadcast  measure a provider-wide message to many devices
   tvsm billing-check URL  check an operator's billing system (tvsm billing-check -h)
   tvsm version          print the version and build information
@@ -63,6 +69,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitCode("bench", benchCmd(ctx, rest, stdout, stderr), stderr)
 	case "simulate":
 		return exitCode("simulate", simulateCmd(ctx, rest, stdout, stderr), stderr)
+	case "demo":
+		return exitCode("demo", demoCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
+	case "esdb-double":
+		return exitCode("esdb-double", esdbDoubleCmd(ctx, rest, stderr), stderr)
 	case "billing-check":
 		return exitCode("billing-check", billingCheckCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
 	case "version":

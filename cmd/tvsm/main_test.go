@@ -1,8 +1,6 @@
 package main
 
 import (
-	"tvsm/internal/testkit/testutil"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -15,11 +13,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tvsm/internal/testkit/nodetest"
+	"tvsm/internal/testkit/testutil"
 )
 
 // isolateEnv blanks every TVSM_* variable of the test process: run reads the
 // real environment, and an empty variable counts as unset.
-func isolateEnv(t *testing.T) {
+func isolateEnv(t testing.TB) {
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TVSM_") {
 			t.Setenv(k, "")
@@ -85,16 +86,24 @@ func TestServeConfigFromEnvironment(t *testing.T) {
 	}
 }
 
-func TestServeRefusesBackendsNotBuilt(t *testing.T) {
+func TestServeFailsOnUnreachableBackends(t *testing.T) {
 	isolateEnv(t)
-	for _, tc := range []struct{ flag, value, want string }{
-		{"--eventstore", "esdb://localhost:2113?tls=false", "esdb backend not built yet"},
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
 		// Port 1 on loopback: nothing listens, so the store is unavailable.
-		{"--stats", "clickhouse://127.0.0.1:1/tvsm", "stats: "},
+		{[]string{"--eventstore", "esdb://127.0.0.1:1?tls=false", "--stats-embedded-on-shared-store", "true"},
+			"event store: esdb: esdb://127.0.0.1:1?tls=false: not reachable"},
+		{[]string{"--stats", "clickhouse://127.0.0.1:1/tvsm"}, "stats: "},
 	} {
-		code, _, stderr := runCapture(t, "serve", "--data", t.TempDir(), "--http", "127.0.0.1:0", tc.flag, tc.value)
-		if code != exitFailure || !strings.Contains(stderr, tc.want) {
-			t.Errorf("%s %s: exit %d, stderr %q", tc.flag, tc.value, code, stderr)
+		// serve waits for an EventStoreDB to answer until it is stopped.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		var out, errOut bytes.Buffer
+		code := run(ctx, append([]string{"serve", "--data", t.TempDir(), "--http", "127.0.0.1:0"}, tc.args...), &out, &errOut)
+		cancel()
+		if code != exitFailure || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut.String())
 		}
 	}
 }
@@ -115,22 +124,8 @@ func TestServeListenFailure(t *testing.T) {
 // TestServe runs `tvsm serve` in-process on a free port with a fresh data
 // directory, checks it answers over real HTTP, then stops it like SIGTERM.
 func TestServe(t *testing.T) {
-	isolateEnv(t)
-	t.Setenv("TVSM_ADMIN_PASSWORD", "s3cret-root")
 	data := filepath.Join(t.TempDir(), "data") // does not exist yet: serve creates it
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	stderr := &testutil.SyncBuffer{}
-	exited := make(chan int, 1)
-	go func() {
-		exited <- run(ctx, []string{"serve",
-			"--http", "127.0.0.1:0", "--data", data,
-			"--log-format", "json", "--shutdown-timeout", "5s",
-			"--admin-login", "root", "--admin-login-failures", "2",
-		}, io.Discard, stderr)
-	}()
-
+	stderr, exited, cancel := startServe(t, "--http", "127.0.0.1:0", "--data", data, "--admin-login-failures", "2")
 	addr := waitForListening(t, stderr, exited)
 	client := &http.Client{Timeout: 5 * time.Second}
 	resp, err := client.Get("http://" + addr + "/healthz")
@@ -182,18 +177,49 @@ func TestServe(t *testing.T) {
 	}
 }
 
+// startServe runs `tvsm serve` in-process with args, a JSON log, a 5 s
+// shutdown timeout and the superadmin root (password s3cret-root), until
+// cancel (what SIGINT/SIGTERM do) or the test's end. It returns the log
+// and the exit code's channel.
+func startServe(t testing.TB, args ...string) (stderr *testutil.SyncBuffer, exited chan int, cancel func()) {
+	t.Helper()
+	isolateEnv(t)
+	t.Setenv("TVSM_ADMIN_PASSWORD", "s3cret-root")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stderr, exited = &testutil.SyncBuffer{}, make(chan int, 1)
+	args = append([]string{"serve", "--log-format", "json", "--shutdown-timeout", "5s", "--admin-login", "root"}, args...)
+	go func() { exited <- run(ctx, args, io.Discard, stderr) }()
+	return stderr, exited, cancel
+}
+
 // waitForListening reads the JSON log until the "listening" line and returns
 // its address (port 0 was asked for, so only the log knows it).
-func waitForListening(t *testing.T, log *testutil.SyncBuffer, exited <-chan int) string {
+func waitForListening(t testing.TB, log *testutil.SyncBuffer, exited <-chan int) string {
+	t.Helper()
+	addrs := waitForListeners(t, log, exited, 1)
+	if addr, ok := addrs["api"]; ok {
+		return addr
+	}
+	return addrs[""] // a process with one unnamed listener (tvsm esdb-double)
+}
+
+// waitForListeners reads the JSON log until n "listening" lines are there
+// and returns their addresses by listener name.
+func waitForListeners(t testing.TB, log *testutil.SyncBuffer, exited <-chan int, n int) map[string]string {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
+		addrs := map[string]string{}
 		scanner := bufio.NewScanner(strings.NewReader(log.String()))
 		for scanner.Scan() {
-			var rec struct{ Msg, Addr string }
+			var rec struct{ Msg, Addr, Listener string }
 			if json.Unmarshal(scanner.Bytes(), &rec) == nil && rec.Msg == "listening" {
-				return rec.Addr
+				addrs[rec.Listener] = rec.Addr
 			}
+		}
+		if len(addrs) >= n {
+			return addrs
 		}
 		select {
 		case code := <-exited:
@@ -201,6 +227,76 @@ func waitForListening(t *testing.T, log *testutil.SyncBuffer, exited <-chan int)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	t.Fatalf("no listening line within 15s; log:\n%s", log)
-	return ""
+	t.Fatalf("not %d listening lines within 15s; log:\n%s", n, log)
+	return nil
+}
+
+// TestServeOpsListener: with --ops-http, /metrics and the profiler answer
+// on the operators' listener only; the API's listener, which devices
+// reach, answers 404 for them. The probes answer on both.
+func TestServeOpsListener(t *testing.T) {
+	stderr, exited, cancel := startServe(t, "--http", "127.0.0.1:0", "--ops-http", "127.0.0.1:0", "--data", t.TempDir())
+	addrs := waitForListeners(t, stderr, exited, 2)
+	client := &http.Client{Timeout: 5 * time.Second}
+	get := func(addr, path string, auth bool) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		if auth {
+			req.SetBasicAuth("root", "s3cret-root")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s%s: %v", addr, path, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	api, ops := addrs["api"], addrs["ops"]
+	for _, c := range []struct {
+		addr, path string
+		auth       bool
+		status     int
+		contains   string
+	}{
+		{api, "/metrics", false, http.StatusNotFound, "not_found"},
+		{api, "/api/admin/debug/pprof/", true, http.StatusNotFound, "not_found"},
+		{api, "/healthz", false, http.StatusOK, "ok"},
+		{api, "/api/admin/providers", true, http.StatusOK, "data"},
+		{ops, "/metrics", false, http.StatusOK, "tvsm_password_checks_total"},
+		{ops, "/debug/pprof/", false, http.StatusOK, "goroutine"},
+		{ops, "/debug/pprof/goroutine?debug=1", false, http.StatusOK, "goroutine profile"},
+		{ops, "/healthz", false, http.StatusOK, "ok"},
+		{ops, "/readyz", false, http.StatusOK, "ready"},
+		{ops, "/api/admin/providers", true, http.StatusNotFound, "not_found"},
+	} {
+		status, body := get(c.addr, c.path, c.auth)
+		if status != c.status || !strings.Contains(body, c.contains) {
+			t.Errorf("GET %s on %s: %d %.200s; want %d with %q", c.path, c.addr, status, body, c.status, c.contains)
+		}
+	}
+	cancel()
+	select {
+	case code := <-exited:
+		if code != exitOK {
+			t.Fatalf("serve exited %d; log:\n%s", code, stderr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+// TestSimulateExitsNonZeroWithTheCause: tvsm simulate on a node where its
+// tariff does not exist exits 1 and prints the node's answer.
+func TestSimulateExitsNonZeroWithTheCause(t *testing.T) {
+	env := nodetest.Start(t)
+	if status, body := env.Super(t, http.MethodPost, "/api/admin/providers", map[string]any{"name": "P"}); status != http.StatusOK {
+		t.Fatalf("provider: %d %s", status, body)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"simulate", "-url", env.URL, "-admin", env.SuperLogin + ":" + env.SuperPassword, "-tariff", "999",
+		"-devices", "1", "-progress", "0"}, &stdout, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "status 400: tarif: not found") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
 }

@@ -14,15 +14,21 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
+	"tvsm/eventstore/esdb"
+	"tvsm/httpapi"
 	"tvsm/internal/platform/config"
+	"tvsm/internal/platform/connlimit"
 	"tvsm/internal/platform/logging"
 	"tvsm/internal/platform/metrics"
 	"tvsm/internal/platform/throttle"
 	"tvsm/internal/wiring/node"
 	"tvsm/projections/stats"
 	"tvsm/projections/stats/clickhouse"
+	"tvsm/wsgateway"
 )
 
 // serve is `tvsm serve`: load the configuration, then run the node until ctx
@@ -57,17 +63,18 @@ func runNode(ctx context.Context, cfg config.Config, logger *slog.Logger) (err e
 	if facts != nil {
 		opened.push("statistics", facts.Close)
 	}
-	store, err := openEventStore(cfg, logger)
+	store, err := openEventStore(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	opened.push("event store", store.Close)
-	n, err := startNode(ctx, cfg, logger, store, facts)
+	reg := metrics.NewRegistry()
+	n, err := startNode(ctx, cfg, logger, reg, store, facts)
 	if err != nil {
 		return err
 	}
 	opened.push("node", n.Close)
-	return serveHTTP(ctx, cfg, n.Engine, logger)
+	return serveHTTP(ctx, cfg, endpoints(cfg, n, reg), logger)
 }
 
 // closeStack closes what runNode opened, newest first, so that the node
@@ -99,11 +106,11 @@ func (s *closeStack) closeAll() error {
 
 // startNode starts the node on store and facts (nil: the node's embedded
 // statistics) as cfg says.
-func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, store eventstore.Store, facts *clickhouse.Store) (*node.Node, error) {
+func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, reg *prometheus.Registry, store eventstore.Store, facts *clickhouse.Store) (*node.Node, error) {
 	n, err := node.Start(ctx, store, node.Options{
 		DataDir:               cfg.DataDir,
 		Logger:                logger,
-		Metrics:               metrics.NewRegistry(),
+		Metrics:               reg,
 		AdminLogin:            cfg.AdminLogin,
 		AdminPassword:         cfg.AdminPassword,
 		ReadYourWritesTimeout: cfg.ReadYourWritesTimeout,
@@ -114,9 +121,18 @@ func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, stor
 		StatsName:             statsName(facts),
 		Billing: node.BillingOptions{
 			Enabled: cfg.HasFeature(config.FeatureBilling), HeaderPrefix: cfg.BillingHeaderPrefix, Timeout: cfg.BillingTimeout,
+			AllowedNetworks: cfg.BillingAllowedNetworks,
 		},
-		AdminLogins:  throttle.GuardOptions{LoginLimit: cfg.AdminLoginFailures, AddressLimit: cfg.AdminAddressFailures},
-		DeviceLogins: throttle.GuardOptions{LoginLimit: cfg.DeviceLoginFailures, AddressLimit: cfg.DeviceAddressFailures},
+		AdminLogins: throttle.GuardOptions{
+			LoginLimit: cfg.AdminLoginFailures, AddressLimit: cfg.AdminAddressFailures, LoginTotalLimit: cfg.AdminLoginTotalFailures,
+		},
+		DeviceLogins: throttle.GuardOptions{
+			LoginLimit: cfg.DeviceLoginFailures, AddressLimit: cfg.DeviceAddressFailures, LoginTotalLimit: cfg.DeviceLoginTotalFailures,
+		},
+		PasswordChecks:     cfg.PasswordChecks,
+		OpsListener:        cfg.OpsHTTPAddr != "",
+		Sockets:            wsgateway.Options{MaxPerAddress: cfg.MaxWebsocketsPerAddress},
+		DefaultDeviceLimit: cmp.Or(cfg.DefaultDeviceLimit, -1), // 0 is none here, the default there
 	})
 	if err != nil {
 		return nil, err
@@ -130,51 +146,114 @@ func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, stor
 	return n, nil
 }
 
-// serveHTTP serves handler on cfg.HTTPAddr until ctx ends, then shuts the
-// server down. It returns early if the server fails.
-func serveHTTP(ctx context.Context, cfg config.Config, handler http.Handler, logger *slog.Logger) error {
-	listener, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
-	}
-	server := newHTTPServer(handler, logger)
-	served := make(chan error, 1)
-	go func() { served <- server.Serve(listener) }()
-	logger.Info("listening", "addr", listener.Addr().String())
-
-	if err := waitForStop(ctx, served); err != nil {
-		return err
-	}
-	return shutDown(server, served, cfg.ShutdownTimeout, logger)
+// endpoint is a listener to serve: the API's, or the operators' one.
+type endpoint struct {
+	name, addr string
+	handler    http.Handler
+	// limit caps the listener's connections (nil: no caps).
+	limit func(net.Listener) net.Listener
 }
 
-// waitForStop waits until ctx ends (SIGINT/SIGTERM) or the server fails.
-func waitForStop(ctx context.Context, served <-chan error) error {
+// endpoints are the listeners of n as cfg says. The API's, which devices
+// and the internet reach, has the connection caps; the operators' one is
+// private.
+func endpoints(cfg config.Config, n *node.Node, reg prometheus.Registerer) []endpoint {
+	eps := []endpoint{{name: "api", addr: cfg.HTTPAddr, handler: n.Handler(), limit: func(l net.Listener) net.Listener {
+		capped := connlimit.Wrap(l, connlimit.Options{
+			Max: cfg.MaxConnections, PerAddress: cfg.MaxConnectionsPerAddress, Refusal: httpapi.ConnectionRefusal,
+		})
+		registerConnectionMetrics(reg, capped)
+		return capped
+	}}}
+	if n.Ops != nil {
+		eps = append(eps, endpoint{name: "ops", addr: cfg.OpsHTTPAddr, handler: httpapi.Handler(n.Ops)})
+	}
+	return eps
+}
+
+// serving is a server started on an endpoint.
+type serving struct {
+	name   string
+	server *http.Server
+	served chan error // Serve's result
+}
+
+// serveHTTP serves each endpoint until ctx ends, then shuts the servers
+// down. It returns early if one fails to listen or fails later.
+func serveHTTP(ctx context.Context, cfg config.Config, eps []endpoint, logger *slog.Logger) error {
+	listeners := make([]net.Listener, 0, len(eps))
+	for _, ep := range eps {
+		l, err := net.Listen("tcp", ep.addr)
+		if err != nil {
+			for _, opened := range listeners {
+				_ = opened.Close()
+			}
+			return fmt.Errorf("listen on %s: %w", ep.addr, err)
+		}
+		if ep.limit != nil {
+			l = ep.limit(l)
+		}
+		listeners = append(listeners, l)
+	}
+	running := make([]serving, len(eps))
+	failed := make(chan error, len(eps))
+	for i, ep := range eps {
+		s := serving{name: ep.name, server: newHTTPServer(ep.handler, logger), served: make(chan error, 1)}
+		running[i] = s
+		go func() {
+			err := s.server.Serve(listeners[i])
+			s.served <- err
+			if !errors.Is(err, http.ErrServerClosed) {
+				failed <- fmt.Errorf("http server %s: %w", s.name, err)
+			}
+		}()
+		logger.Info("listening", "listener", ep.name, "addr", listeners[i].Addr().String())
+	}
+
 	select {
-	case err := <-served:
-		return fmt.Errorf("http server: %w", err)
+	case err := <-failed:
+		for _, s := range running {
+			_ = s.server.Close()
+		}
+		return err
 	case <-ctx.Done():
-		return nil
 	}
+	return shutDown(running, cfg.ShutdownTimeout, logger)
 }
 
-// shutDown drains the server's in-flight requests within timeout, then
+// shutDown drains the servers' in-flight requests within timeout, then
 // cuts off what is left.
-func shutDown(server *http.Server, served <-chan error, timeout time.Duration, logger *slog.Logger) error {
+func shutDown(running []serving, timeout time.Duration, logger *slog.Logger) error {
 	logger.Info("shutting down", "timeout", timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := server.Shutdown(ctx); err != nil {
-		// Requests still running at the deadline are cut off; that is what
-		// the timeout is for, not a failure of the node.
-		logger.Warn("graceful shutdown timed out; closing remaining connections", "error", err)
-		_ = server.Close()
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("http server: %w", err)
+	var errs []error
+	for _, s := range running {
+		if err := s.server.Shutdown(ctx); err != nil {
+			// Requests still running at the deadline are cut off; that is
+			// what the timeout is for, not a failure of the node.
+			logger.Warn("graceful shutdown timed out; closing remaining connections", "listener", s.name, "error", err)
+			_ = s.server.Close()
+		}
+		if err := <-s.served; !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, fmt.Errorf("http server %s: %w", s.name, err))
+		}
 	}
 	logger.Info("stopped")
-	return nil
+	return errors.Join(errs...)
+}
+
+// registerConnectionMetrics exports the connections l holds and refuses.
+func registerConnectionMetrics(reg prometheus.Registerer, l *connlimit.Listener) {
+	metrics.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "tvsm_http_connections", Help: "Connections open on the API listener, websockets included.",
+	}, func() float64 { return float64(l.Open()) }))
+	for _, r := range []connlimit.Reason{connlimit.Total, connlimit.PerAddress} {
+		metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tvsm_http_connections_refused_total", ConstLabels: prometheus.Labels{"cap": r.String()},
+			Help: "Connections the API listener refused at once: max_connections (total) or max_connections_per_address (address).",
+		}, func() float64 { return float64(l.Refused(r)) }))
+	}
 }
 
 // closableStore is an event store backend the node owns and closes.
@@ -184,7 +263,7 @@ type closableStore interface {
 }
 
 // openEventStore opens the backend cfg.EventStore names.
-func openEventStore(cfg config.Config, logger *slog.Logger) (closableStore, error) {
+func openEventStore(ctx context.Context, cfg config.Config, logger *slog.Logger) (closableStore, error) {
 	if cfg.EventStore == config.EventStoreEmbedded {
 		dir := filepath.Join(cfg.DataDir, "events")
 		store, err := embedded.Open(dir, embedded.Options{Logger: logger.With("component", "eventstore"), CommitDelay: commitDelay(cfg.CommitDelay)})
@@ -193,8 +272,14 @@ func openEventStore(cfg config.Config, logger *slog.Logger) (closableStore, erro
 		}
 		return store, nil
 	}
-	// config only lets esdb URLs through besides "embedded".
-	return nil, errors.New("event store: esdb backend not built yet")
+	// config only lets EventStoreDB URLs through besides "embedded". Open
+	// waits for the server to answer (a node cannot build its read model
+	// without it).
+	store, err := esdb.Open(ctx, cfg.EventStore, esdb.Options{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("event store: %w", err)
+	}
+	return store, nil
 }
 
 // openStats opens the ClickHouse fact store cfg.Stats names (it creates or

@@ -19,7 +19,11 @@ const simulateUsage = `Usage: tvsm simulate [flags]
 
 Runs virtual devices against a tvsm node: each logs in through the Device
 API, holds a websocket, acknowledges every command, confirms confirm
-messages and reports viewing. A progress line shows the live figures.
+messages and reports viewing. A progress line shows the live figures. It
+exits non-zero when anything failed, naming the last error with the
+node's answer.
+
+On a fresh node: tvsm simulate -admin admin:PASSWORD -create -devices 100
 
 Flags:
 `
@@ -47,6 +51,7 @@ func simulateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&o.StopAfterCommands, "stop-after-commands", 0, "exit once every device received `n` commands (0: run until interrupted)")
 	fs.StringVar(&admin, "admin", "", "`login:password` of an admin: create missing accounts first")
 	fs.Int64Var(&o.Tariff, "tariff", 0, "with -admin: subscribe created accounts to this tariff `id`")
+	fs.BoolVar(&o.CreateCatalog, "create", false, "with -admin (a superadmin): first make sure a provider, a channel and a tariff named Simulation exist, and use them (a fresh node needs nothing else)")
 	fs.BoolVar(&asJSON, "json", false, "print the final figures as JSON on stdout")
 	fs.DurationVar(&progressEvery, "progress", time.Second, "period of the progress line on stderr (0: none)")
 	if err := fs.Parse(args); err != nil {
@@ -74,6 +79,9 @@ func simulateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if asJSON {
 		_ = json.NewEncoder(stdout).Encode(res)
+	}
+	if err == nil && res.Errors > 0 {
+		err = fmt.Errorf("simulate: %d errors; the last: %s", res.Errors, res.LastError)
 	}
 	return err
 }

@@ -14,19 +14,14 @@
 package statsdoc
 
 import (
-	"bytes"
-	"compress/gzip"
 	"embed"
 	"encoding/json"
 	"fmt"
-	"io"
-	"io/fs"
-	"mime"
 	"net/http"
-	"path"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"tvsm/internal/platform/staticfiles"
 )
 
 //go:embed openapi.yaml swagger-ui
@@ -47,84 +42,23 @@ func OpenAPIJSON() ([]byte, error) {
 	return json.MarshalIndent(doc, "", "  ")
 }
 
+// swaggerUI is the vendored Swagger UI.
+var swaggerUI = staticfiles.Files{FS: files, Dir: "swagger-ui"}
+
 // Asset returns the Swagger UI file name ("index.html",
 // "swagger-ui-bundle.js", ...; "" is index.html): its content, its content
 // type and whether the content is gzip-compressed. ok is false for unknown
 // names.
 func Asset(name string) (content []byte, contentType string, gzipped, ok bool) {
-	name = path.Clean("/" + name)[1:]
-	if name == "" {
-		name = "index.html"
-	}
-	if strings.HasSuffix(name, ".gz") {
-		return nil, "", false, false
-	}
-	contentType = mime.TypeByExtension(path.Ext(name))
-	if contentType == "" {
-		contentType = "application/octet-stream"
-	}
-	if b, err := files.ReadFile("swagger-ui/" + name + ".gz"); err == nil {
-		return b, contentType, true, true
-	}
-	b, err := files.ReadFile("swagger-ui/" + name)
-	if err != nil {
-		return nil, "", false, false
-	}
-	return b, contentType, false, true
+	return swaggerUI.Open(name)
 }
 
 // ServeAsset answers r with the Swagger UI file name, or 404. Compressed
 // files go out as they are to clients accepting gzip and are expanded for
 // the others.
 func ServeAsset(w http.ResponseWriter, r *http.Request, name string) {
-	content, contentType, gzipped, ok := Asset(name)
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", contentType)
-	h.Set("Cache-Control", "public, max-age=3600")
-	if gzipped {
-		h.Set("Vary", "Accept-Encoding")
-		if acceptsGzip(r) {
-			h.Set("Content-Encoding", "gzip")
-		} else if content, ok = gunzip(content); !ok {
-			http.Error(w, "corrupt asset", http.StatusInternalServerError)
-			return
-		}
-	}
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(content)
-	}
-}
-
-func acceptsGzip(r *http.Request) bool {
-	for part := range strings.SplitSeq(r.Header.Get("Accept-Encoding"), ",") {
-		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.EqualFold(strings.TrimSpace(coding), "gzip") && strings.ReplaceAll(params, " ", "") != "q=0" {
-			return true
-		}
-	}
-	return false
-}
-
-func gunzip(b []byte) ([]byte, bool) {
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, false
-	}
-	out, err := io.ReadAll(zr)
-	return out, err == nil
+	swaggerUI.Serve(w, r, name, "public, max-age=3600")
 }
 
 // Names lists the Swagger UI files that Asset serves.
-func Names() []string {
-	entries, _ := fs.ReadDir(files, "swagger-ui")
-	var names []string
-	for _, e := range entries {
-		names = append(names, strings.TrimSuffix(e.Name(), ".gz"))
-	}
-	return names
-}
+func Names() []string { return swaggerUI.Names() }

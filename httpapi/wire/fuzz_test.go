@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -16,11 +17,19 @@ func FuzzDecodeObject(f *testing.F) {
 		`{"billing":{"resolve":"true","url":"x","token":null}}`,
 		`{"n":1e99999999999999999999,"m":-0.0e-5,"f":9223372036854775808,"s":"NaN"}`,
 		`{"a":{"b":{"c":[{"d":[[]]}]}}}`,
+		"{\"login\":\"\xffx\",\"device\":{\"unique_id\":\"\xfex\"}}", `{"a":["\ud800",{"\udc00":1}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		o, err := DecodeObject(data, DecodeOptions{MaxBytes: 1 << 16})
+		var fe FieldErrors
+		switch {
+		case err == nil && !validText(data):
+			t.Fatalf("took %q, which holds invalid text", data)
+		case errors.As(err, &fe) && validText(data):
+			t.Fatalf("refused %q, valid text: %v", data, err)
+		}
 		if err != nil {
 			return
 		}

@@ -181,6 +181,11 @@ func DecodeObject(data []byte, opts DecodeOptions) (*Object, error) {
 		if fields, err = decodeJSON(data); err != nil {
 			return nil, err
 		}
+		// The fast path refuses invalid text, which encoding/json would
+		// have replaced with U+FFFD: name the field instead.
+		if field, bad := invalidText(data); bad {
+			return nil, FieldErrors{field: MsgText}
+		}
 	}
 	readOnly := opts.ReadOnly
 	if readOnly == nil {

@@ -314,7 +314,9 @@ func internKey(raw []byte) string {
 }
 
 // unescape decodes the escapes of a string's raw content as encoding/json
-// does: \uXXXX pairs of surrogates join, a lone surrogate becomes U+FFFD.
+// does: \uXXXX pairs of surrogates join. A lone surrogate, which
+// encoding/json turns into U+FFFD, is refused (DecodeObject names the
+// field: MsgText).
 func unescape(raw []byte) (string, bool) {
 	out := make([]byte, 0, len(raw))
 	for i := 0; i < len(raw); {
@@ -358,7 +360,7 @@ func unescape(raw []byte) (string, bool) {
 
 // unicodeEscape decodes the \uXXXX at the start of s, with the low half that
 // follows a high surrogate; n is how many bytes it used, 0 when s does not
-// start with a valid escape.
+// start with a valid escape or holds half a surrogate pair.
 func unicodeEscape(s []byte) (r rune, n int) {
 	r = hex4(s)
 	if r < 0 {
@@ -370,7 +372,7 @@ func unicodeEscape(s []byte) (r rune, n int) {
 	if pair := utf16.DecodeRune(r, hex4(s[6:])); pair != unicode.ReplacementChar {
 		return pair, 12
 	}
-	return unicode.ReplacementChar, 6
+	return 0, 0
 }
 
 // hex4 returns the value of a \uXXXX at the start of s, or -1.

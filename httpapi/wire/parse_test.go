@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 // parseSeeds are valid objects in the forms the fast path must take, with
@@ -14,7 +13,7 @@ var parseSeeds = []string{
 	`{"id":null,"enabled":1,"login":"anna","provider":"7","pin_md5":"0cc175b9c0f1b6a831c399e269772661","created":"2026-01-01T00:00:00+0000","provider_dto":null}`,
 	`{"n":[0,-0,12,-3.25,1e9,1E+2,2.5e-3,-0.0e-5,9223372036854775808,1e99999999999999999999]}`,
 	`{"t":true,"f":false,"z":null,"e":"","a":[],"o":{},"aa":[[],{}],"deep":{"a":{"b":[{"c":[1,[2,[3]]]}]}}}`,
-	`{"esc":"q\" b\\ s\/ \b\f\n\r\t end","u":"\u0041\u00e9\u20AC\u0000","pair":"\ud83d\ude00","lone":"\ud800 x \udc00","half":"\ud83d\u0041","hi":"\uD83D\uDE00"}`,
+	`{"esc":"q\" b\\ s\/ \b\f\n\r\t end","u":"\u0041\u00e9\u20AC\u0000","pair":"\ud83d\ude00","hi":"\uD83D\uDE00","bs":"\\ud800"}`,
 	`{"name":"Анна Пример","emoji":"😀","mixed":"a\u0431é\n"}`,
 	`{"dup":1,"dup":"2","nested":{"dup":[1],"dup":null}}`,
 	`{"commands":[{"command":"user_message","post_time":"2026-11-22T17:59:41","ttl":1764000000},{"command":"reboot"}]}`,
@@ -50,7 +49,7 @@ func checkParseObject(t *testing.T, data []byte) {
 		t.Fatalf("fast path takes %q, encoding/json refuses it: %v", data, err)
 	case ok && !reflect.DeepEqual(fast, ref):
 		t.Fatalf("fast path reads %q as\n%#v\nencoding/json as\n%#v", data, fast, ref)
-	case !ok && err == nil && ref != nil && utf8.Valid(data) && depth(ref) <= maxParseDepth:
+	case !ok && err == nil && ref != nil && validText(data) && depth(ref) <= maxParseDepth:
 		t.Fatalf("fast path refuses %q, which encoding/json takes", data)
 	}
 }
@@ -69,6 +68,7 @@ func TestParseObjectMatchesJSON(t *testing.T) {
 		`{"a":1e}`, `{"a":-}`, `{"a":+1}`, `{"a":tru}`, `{"a":nulll}`, `{"a":"x}`, `{"a":"\x"}`, `{"a":"\u12"}`,
 		"{\"a\":\"tab\there\"}", `{"a":[1,]}`, `{"a":[1 2]}`, `{a:1}`, `{"a":1 "b":2}`, `["a"]`, `null`,
 		"{\"a\":\"\xff\"}", `{"a":` + strings.Repeat(`[`, maxParseDepth) + strings.Repeat(`]`, maxParseDepth) + `}`,
+		`{"lone":"\ud800 x"}`, `{"low":"\udc00"}`, `{"half":"\ud83d\u0041"}`, `{"end":"\ud83d"}`,
 	} {
 		if _, ok := parseObject([]byte(bad)); ok {
 			t.Errorf("fast path takes %q", bad)
@@ -78,18 +78,53 @@ func TestParseObjectMatchesJSON(t *testing.T) {
 }
 
 // TestDecodeObjectFallback: what the fast path leaves to encoding/json is
-// decoded as before (invalid UTF-8 replaced, deep nesting followed).
+// decoded as before (deep nesting followed) or, if it is not valid text,
+// refused naming the field.
 func TestDecodeObjectFallback(t *testing.T) {
-	o, err := DecodeObject([]byte("{\"a\":\"x\xffy\"}"), DecodeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := o.String("a").Value; got != "x\uFFFDy" {
-		t.Errorf("invalid UTF-8 read as %q", got)
+	_, err := DecodeObject([]byte("{\"a\":\"x\xffy\"}"), DecodeOptions{})
+	if fe, ok := err.(FieldErrors); !ok || fe["a"] != MsgText || len(fe) != 1 {
+		t.Errorf("invalid UTF-8: %v, want a: %s", err, MsgText)
 	}
 	deep := `{"a":` + strings.Repeat(`[`, 100) + strings.Repeat(`]`, 100) + `}`
-	if o, err = DecodeObject([]byte(deep), DecodeOptions{}); err != nil || !o.Has("a") {
+	if o, err := DecodeObject([]byte(deep), DecodeOptions{}); err != nil || !o.Has("a") {
 		t.Errorf("deep body: %v", err)
+	}
+}
+
+// Strings that decoders would have rewritten to U+FFFD (so that logins
+// sent as the bytes ff 78 and fe 78 collided) are refused, naming the
+// field as the getters do; real U+FFFD, escaped backslashes and surrogate
+// pairs pass.
+func TestDecodeObjectRefusesInvalidText(t *testing.T) {
+	deep := strings.Repeat(`[`, 70) + "\"\xff\"" + strings.Repeat(`]`, 70)
+	for body, field := range map[string]string{
+		"{\"login\":\"\xffx\"}":     "login",
+		"{\"login\":\"\xfex\"}":     "login",
+		`{"login":"\ud800x"}`:       "login",
+		`{"login":"x\udc00"}`:       "login",
+		`{"login":"\ud83d"}`:        "login",
+		`{"login":"\ud83d\\ude00"}`: "login",
+		"{\"device\":{\"class\":\"tv\",\"unique_id\":\"\xfe\"}}": "device.unique_id",
+		"{\"commands\":[{\"x\":1},{\"type\":\"a\xffb\"}]}":       "commands[1].type",
+		"{\"ids\":[1,\"2\",\"\xc0\"]}":                           "ids[2]",
+		"{\"a\":{},\"b\":[[],{},\"ok\",\"\xff\"]}":               "b[3]",
+		"{\"\xffx\":1}":               "\ufffdx",
+		`{"billing":{"\ud800":null}}`: "billing.\ufffd",
+		`{"a":` + deep + `}`:          "a" + strings.Repeat("[0]", 70),
+	} {
+		_, err := DecodeObject([]byte(body), DecodeOptions{})
+		fe, ok := err.(FieldErrors)
+		if !ok || len(fe) != 1 || fe[field] != MsgText {
+			t.Errorf("DecodeObject(%q) = %v, want %s: %s", body, err, field, MsgText)
+		}
+	}
+	for _, body := range []string{
+		`{"login":"\ufffdx"}`, "{\"login\":\"\xef\xbf\xbdx\"}", `{"login":"\\ud800"}`, `{"login":"\ud83d\ude00"}`,
+		`{"login":"Анна 😀"}`,
+	} {
+		if _, err := DecodeObject([]byte(body), DecodeOptions{}); err != nil {
+			t.Errorf("DecodeObject(%q) = %v, want it taken", body, err)
+		}
 	}
 }
 

@@ -102,13 +102,12 @@ func newRegistry() *domain.Registry {
 	return r
 }
 
-// testStore is what the tests use of a store: the port, atomic
-// multi-stream appends, the head, and how many commits and appends it made.
+// testStore is what the tests use of a store: the port and the head. Tests
+// of atomic multi-stream appends, or of how many commits and appends the
+// store made, need more (needMultiAppend, stats).
 type testStore interface {
 	eventstore.Store
-	eventstore.MultiAppender
 	eventstore.HeadReader
-	Stats() (commits, appends uint64)
 }
 
 // env is a store with a registry.
@@ -121,12 +120,39 @@ type env struct {
 }
 
 // newEnv is an env on the in-memory store: the tests exercise the
-// executor's logic, which needs the store's contract, not its disk.
+// executor's logic, which needs the store's contract, not its disk. When
+// TestOnEventStoreDB runs the tests again, it is on the esdb backend and a
+// protocol double of its own instead (see esdb_test.go).
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	if onESDB() {
+		return newESDBEnv(t)
+	}
 	s := memory.New()
 	t.Cleanup(func() { s.Close() })
 	return newEnvOn(t, s)
+}
+
+// stats returns the commits and appends the store made; tests that count
+// them need a store that tells (not EventStoreDB).
+func (e *env) stats() (commits, appends uint64) {
+	e.t.Helper()
+	s, ok := e.store.(interface{ Stats() (uint64, uint64) })
+	if !ok {
+		e.t.Skip("the store does not count its commits")
+	}
+	return s.Stats()
+}
+
+// multi returns the store's atomic multi-stream append, and skips a test
+// that needs one on a store without.
+func (e *env) multi() eventstore.MultiAppender {
+	e.t.Helper()
+	m, ok := e.store.(eventstore.MultiAppender)
+	if !ok {
+		e.t.Skip("the store cannot append to several streams atomically")
+	}
+	return m
 }
 
 // newEmbeddedEnv is an env on the embedded store in a temporary directory,
@@ -178,6 +204,30 @@ func (e *env) read(stream string) []eventstore.RecordedEvent {
 		e.t.Fatal(err)
 	}
 	return recs
+}
+
+// eventsAfter returns the events of the log after position after (sparse
+// positions cannot be counted by subtraction).
+func (e *env) eventsAfter(after eventstore.Position) []eventstore.RecordedEvent {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+	defer cancel()
+	sub, err := e.store.SubscribeAll(ctx, after, eventstore.Filter{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer sub.Close()
+	var out []eventstore.RecordedEvent
+	for {
+		b, err := sub.Recv(ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, b.Events...)
+		if b.CaughtUp {
+			return out
+		}
+	}
 }
 
 // appendDirect appends events to stream as another writer would, bypassing

@@ -53,14 +53,14 @@ func benchmarkExecute(b *testing.B, cmd any) {
 		streams[i] = fmt.Sprintf("counter-%d", i)
 		mustExec(b, x, streams[i], create{Name: "bench"})
 	}
-	groups0, appends0 := e.store.Stats()
+	groups0, appends0 := e.stats()
 	m := meta("bench")
 	b.ReportAllocs()
 	runWorkers(b, workers, func(w int) error {
 		_, err := Execute(e.ctx, x, streams[w], counterDecider, cmd, m)
 		return err
 	})
-	if groups, appends := e.store.Stats(); groups > groups0 {
+	if groups, appends := e.stats(); groups > groups0 {
 		b.ReportMetric(float64(appends-appends0)/float64(groups-groups0), "appends/fsync")
 	}
 }

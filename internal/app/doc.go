@@ -66,7 +66,11 @@
 //     before any work, with NoStream for a new key (of concurrent requests
 //     with one key exactly one starts) or the exact revision for a takeover.
 //     The attempt owns the key until LeaseUntil (Options.IdempotencyLease,
-//     30s); its context ends then too.
+//     3s) and renews it while its work runs (IdempotencyLeaseExtended, a
+//     third of a lease before the work's deadline); the work's context
+//     ends a third of a lease before a lease it could not renew runs out,
+//     so work never goes on past its lease, and a key whose attempt died
+//     is free one lease later at most.
 //  2. IdempotencyIDPinned{Kind, Index, ID}: appended by Pins.ID before an id is
 //     used, so a retry reuses the same account/subscription/... ids, hence
 //     the same streams and the same event ids.
@@ -76,7 +80,8 @@
 //
 // A request with a known key: another body → ErrIdempotencyMismatch (HTTP 422,
 // per the IETF Idempotency-Key draft); a recorded response → that response;
-// an attempt still within its lease → ErrIdempotencyInProgress (HTTP 409);
+// an attempt still within its lease → ErrIdempotencyInProgress (HTTP 409, an
+// *InProgressError saying how long the lease still runs);
 // otherwise (lease expired after a crash, or the last attempt failed) a new
 // attempt of the same generation, which re-runs the work with the pinned ids
 // in recovering mode: each Execute finds the commands the interrupted
@@ -98,15 +103,19 @@
 //  3. Execute the account creation on "account-{id}";
 //  4. if 3 fails, Release(login stream, "account-{id}").
 //
-// Changing a login reserves the new name first, updates the account, then
-// releases the old name. A crash between 2 and 3 leaves a reservation whose
-// owner does not exist. A retry with the same Idempotency-Key repairs it by
-// itself (same pinned id, so Reserve is a no-op for the same owner). Otherwise
-// the next request for that login repairs it: Reserve calls isAlive for the
-// holder, and when the holder does not exist (its stream is missing, or the
-// account is deleted) and the reservation is older than
-// Options.ReservationGrace (1m), takes it over, appending ReservationTaken
-// with Evicted set. The grace period keeps a request that has reserved but
+// (When the store appends to several streams atomically, ExecuteReserving
+// does 2 and 3 in one append; EventStoreDB cannot, and takes the steps
+// above.) Changing a login reserves the new name first, updates the
+// account, then releases the old name. A crash between 2 and 3 leaves a
+// reservation whose owner does not exist; a crash in the middle of a login
+// change, one whose owner exists under another login. A retry with the same
+// Idempotency-Key repairs the first by itself (same pinned id, so Reserve is
+// a no-op for the same owner). Otherwise the next request for that login
+// repairs it: Reserve calls isAlive for the holder, and when the holder does
+// not hold the name any more (for accounts: its stream is missing, the
+// account is deleted, or its login is another) and the reservation is older
+// than Options.ReservationGrace (1m), takes it over, appending
+// ReservationTaken with Evicted set. The grace period keeps a request that has reserved but
 // not yet created its account from being robbed; such a request must finish
 // within it (HTTP handler timeout < grace).
 //

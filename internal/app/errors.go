@@ -1,8 +1,12 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // Errors of the application layer. They are returned wrapped (in an *OpError
@@ -30,7 +34,34 @@ var (
 	// ErrReadModelLag: the read model did not reach a write's position within
 	// the bounded wait. The write itself succeeded. HTTP 503.
 	ErrReadModelLag = errors.New("app: read model lagging")
+	// ErrInUse: a delete of an object others still refer to (a tariff tag
+	// that tariffs name, a region that providers name). HTTP 409; the error
+	// is an *InUseError naming them.
+	ErrInUse = errors.New("app: in use")
 )
+
+// InProgressError is ErrIdempotencyInProgress with when the attempt that
+// holds the key lets go of it, unless it renews its lease or records its
+// response before.
+type InProgressError struct {
+	Attempt int
+	Until   time.Time
+	// Wait is Until less the time of the refusal, by the executor's clock.
+	Wait time.Duration
+}
+
+// Error implements error.
+func (e *InProgressError) Error() string {
+	return fmt.Sprintf("%v (attempt %d holds it until %s)", ErrIdempotencyInProgress, e.Attempt, e.Until.Format(time.RFC3339Nano))
+}
+
+// Unwrap returns ErrIdempotencyInProgress.
+func (e *InProgressError) Unwrap() error { return ErrIdempotencyInProgress }
+
+// errLeaseLost ends an idempotent attempt's work whose lease could not be
+// renewed (the store did not answer in time, or another attempt took the
+// key over). It is a timeout: the client retries.
+var errLeaseLost = fmt.Errorf("app: idempotency lease not renewed in time: %w", context.DeadlineExceeded)
 
 // OpError is the error of an application-layer operation: it names the
 // operation ("execute", "decide", "append", "load", "reserve", "allocate",
@@ -68,3 +99,29 @@ func (e *TakenError) Error() string { return fmt.Sprintf("app: already taken by 
 
 // Unwrap returns ErrTaken.
 func (e *TakenError) Unwrap() error { return ErrTaken }
+
+// InUseError refuses the delete of object What ID because the objects of
+// kind By (IDs) still refer to it. It matches ErrInUse with errors.Is.
+type InUseError struct {
+	What string  // "tarif_tag"
+	ID   int64   // its id
+	By   string  // "tariff"
+	IDs  []int64 // the ids of those that refer to it, ascending
+}
+
+// Error implements error: "tarif_tag 3 is in use by tariffs 4, 5: change
+// them first".
+func (e *InUseError) Error() string {
+	ids := make([]string, len(e.IDs))
+	for i, id := range e.IDs {
+		ids[i] = strconv.FormatInt(id, 10)
+	}
+	by, them := e.By, "it"
+	if len(ids) > 1 {
+		by, them = by+"s", "them"
+	}
+	return fmt.Sprintf("%s %d is in use by %s %s: change %s first", e.What, e.ID, by, strings.Join(ids, ", "), them)
+}
+
+// Unwrap returns ErrInUse.
+func (e *InUseError) Unwrap() error { return ErrInUse }

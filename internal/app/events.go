@@ -24,4 +24,5 @@ func RegisterEvents(r *domain.Registry) {
 	r.Register(IdempotencyIDPinnedType, func() domain.Event { return IdempotencyIDPinned{} })
 	r.Register(IdempotencyRecordedType, func() domain.Event { return IdempotencyRecorded{} })
 	r.Register(IdempotencyFailedType, func() domain.Event { return IdempotencyFailed{} })
+	r.Register(IdempotencyLeaseExtendedType, func() domain.Event { return IdempotencyLeaseExtended{} })
 }

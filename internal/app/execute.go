@@ -73,6 +73,7 @@ func Execute[S, C any](ctx context.Context, x *Executor, stream string, d domain
 			return Result[S]{}, err
 		}
 		if len(events) == 0 {
+			notePosition(ctx, run.outcome.Position)
 			return run.outcome, nil
 		}
 		retry, err := run.appendOrRetry(ctx, events, &failures)
@@ -80,6 +81,7 @@ func Execute[S, C any](ctx context.Context, x *Executor, stream string, d domain
 			return Result[S]{}, err
 		}
 		if !retry {
+			notePosition(ctx, run.outcome.Position)
 			return run.outcome, nil
 		}
 	}

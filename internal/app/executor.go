@@ -38,11 +38,17 @@ type Options struct {
 	// the ids of a block left unused when the process stops are skipped.
 	IDBlockSize int
 	// IdempotencyLease is how long one attempt of an idempotent request owns
-	// its key (default 30s). A retry arriving earlier, while the response is
-	// not recorded, gets ErrIdempotencyInProgress; a later one takes over.
-	// The attempt's context ends with its lease, so the HTTP handler timeout
-	// must be shorter.
+	// its key without renewing it (default 3s). The attempt renews it while
+	// its work runs (after a third of it has passed), and its work's
+	// context ends a third of a lease before a lease it could not renew
+	// runs out, so no work goes on past its lease. A retry arriving while
+	// the lease holds, and the response is not recorded, gets
+	// ErrIdempotencyInProgress; a later one takes over: after a crash the
+	// key is in doubt for one lease at most.
 	IdempotencyLease time.Duration
+	// IdempotencyMaxWork bounds the work of one attempt, renewals included
+	// (default 30s).
+	IdempotencyMaxWork time.Duration
 	// IdempotencyTTL is how long a recorded response is replayed (default
 	// 24h, counted from when it was recorded). After it the key is new again.
 	IdempotencyTTL time.Duration
@@ -51,6 +57,10 @@ type Options struct {
 	// a request has between reserving a name and creating its owner.
 	ReservationGrace time.Duration
 }
+
+// DefaultIdempotencyLease is Options.IdempotencyLease's default: short, so
+// that a retry after a crash waits little, and renewed while work runs.
+const DefaultIdempotencyLease = 3 * time.Second
 
 func (o Options) withDefaults() Options {
 	if o.Clock == nil {
@@ -69,7 +79,10 @@ func (o Options) withDefaults() Options {
 		o.IDBlockSize = 1000
 	}
 	if o.IdempotencyLease <= 0 {
-		o.IdempotencyLease = 30 * time.Second
+		o.IdempotencyLease = DefaultIdempotencyLease
+	}
+	if o.IdempotencyMaxWork <= 0 {
+		o.IdempotencyMaxWork = 30 * time.Second
 	}
 	if o.IdempotencyTTL <= 0 {
 		o.IdempotencyTTL = 24 * time.Hour

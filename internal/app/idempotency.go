@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"tvsm/internal/platform/schedule"
 )
 
 // MaxIdempotencyKeyLen is the longest Idempotency-Key accepted, in bytes.
@@ -90,9 +92,18 @@ func (x *Executor) Idempotent(ctx context.Context, req IdempotentRequest, do Ide
 		recovering: started.Attempt > 1,
 	}
 	scope.pins = &pins{x: x, stream: stream, generation: started.Generation, meta: req.Meta, pinned: res.State.Pins}
-	work, cancel := context.WithTimeout(withScope(ctx, scope), x.opts.IdempotencyLease)
+	work, cancel := context.WithTimeout(withScope(ctx, scope), x.opts.IdempotencyMaxWork)
+	defer cancel()
+	held := x.holdLease(book, stream, started, req.Meta)
+	defer held.release() // also when do panics: a lease renewed for ever would hold the key for ever
+	stop := context.AfterFunc(held, cancel)
 	status, body, derr := do(work)
+	stop()
 	cancel()
+	if derr != nil && held.Err() != nil {
+		derr = fmt.Errorf("%w: %w", errLeaseLost, derr) // the work was stopped
+	}
+	held.release()
 
 	rec, rcancel := context.WithTimeout(context.WithoutCancel(book), recordTimeout)
 	defer rcancel()
@@ -111,6 +122,53 @@ func (x *Executor) Idempotent(ctx context.Context, req IdempotentRequest, do Ide
 	// When recording failed the work is nonetheless done and this is its
 	// response; a retry after the lease redoes the work as a no-op.
 	return status, body, nil
+}
+
+// lease is an attempt's hold on its key, renewed while its work runs. Its
+// context ends when the work must stop: a third of a lease before a lease
+// it could not renew runs out, so that the work's last appends land within
+// it (clocks of nodes may differ by less than that).
+type lease struct {
+	context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the renewing goroutine returned
+}
+
+// release stops renewing and waits until the renewing goroutine is done;
+// calling it again does nothing more.
+func (l *lease) release() {
+	l.cancel()
+	<-l.done
+}
+
+// holdLease renews the lease started took, a third of a lease before the
+// deadline of its work, until released or a renewal fails.
+func (x *Executor) holdLease(book context.Context, stream string, started IdempotencyStarted, meta RequestMeta) *lease {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(book))
+	l := &lease{Context: ctx, cancel: cancel, done: make(chan struct{})}
+	margin := x.opts.IdempotencyLease / 3
+	go func() {
+		defer close(l.done)
+		defer cancel()
+		for until := started.LeaseUntil; ; {
+			deadline := until.Add(-margin)
+			if !schedule.Sleep(ctx, deadline.Add(-margin).Sub(x.opts.Clock())) {
+				return // released
+			}
+			rctx, rcancel := context.WithTimeout(ctx, deadline.Sub(x.opts.Clock()))
+			res, err := Execute(rctx, x, stream, idemDecider, idemCmd{Op: idemExtend, Generation: started.Generation,
+				Attempt: started.Attempt, Lease: x.opts.IdempotencyLease}, meta)
+			rcancel()
+			if err != nil {
+				// The work ends at its deadline: this attempt may no longer
+				// hold the key after it.
+				schedule.Sleep(ctx, deadline.Sub(x.opts.Clock()))
+				return
+			}
+			until = res.State.LeaseUntil
+		}
+	}()
+	return l
 }
 
 func validIdempotencyKey(key string) error {

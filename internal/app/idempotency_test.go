@@ -172,8 +172,9 @@ func TestIdempotentRetryAfterFailedAttempt(t *testing.T) {
 
 // Crash simulation: the work completes but the process dies before the
 // response is recorded (here: recording fails, and the node is gone). The
-// client's retry reaches another node; once the lease has expired that node
-// redoes the work with the same ids and appends nothing new.
+// client's retry reaches another node; once the lease has expired (the
+// default lease: the key is in doubt that long at most) that node redoes
+// the work with the same ids and appends nothing new.
 func TestIdempotentRetryAfterCrashBeforeRecording(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -186,7 +187,7 @@ func TestIdempotentRetryAfterCrashBeforeRecording(t *testing.T) {
 		}
 		return nil
 	}
-	node1 := e.executor(fs, Options{IdempotencyLease: 30 * time.Second})
+	node1 := e.executor(fs, Options{})
 	s := &signup{x: node1, name: "ann"}
 	st, body, err := node1.Idempotent(e.ctx, request("k1", "b"), s.do)
 	if err != nil || st != 201 {
@@ -198,12 +199,14 @@ func TestIdempotentRetryAfterCrashBeforeRecording(t *testing.T) {
 	}
 	before := head()
 
-	node2 := e.executor(nil, Options{IdempotencyLease: 30 * time.Second})
+	node2 := e.executor(nil, Options{})
 	s2 := &signup{x: node2, name: "ann"}
-	if _, _, err := node2.Idempotent(e.ctx, request("k1", "b"), s2.do); !errors.Is(err, ErrIdempotencyInProgress) {
-		t.Fatalf("within the lease: %v, want ErrIdempotencyInProgress", err)
+	e.clock.Advance(DefaultIdempotencyLease - time.Millisecond)
+	var inProgress *InProgressError
+	if _, _, err := node2.Idempotent(e.ctx, request("k1", "b"), s2.do); !errors.As(err, &inProgress) || inProgress.Wait != time.Millisecond {
+		t.Fatalf("within the lease: %v, want ErrIdempotencyInProgress for 1ms more", err)
 	}
-	e.clock.Advance(31 * time.Second)
+	e.clock.Advance(time.Millisecond)
 	st2, body2, err := node2.Idempotent(e.ctx, request("k1", "b"), s2.do)
 	if err != nil || st2 != st || string(body2) != string(body) {
 		t.Fatalf("retry: %d %s %v, want %d %s", st2, body2, err, st, body)
@@ -215,12 +218,118 @@ func TestIdempotentRetryAfterCrashBeforeRecording(t *testing.T) {
 		t.Fatalf("counter %d, login %d, blocks %d; want 2, 1, 1", c, l, b)
 	}
 	// Only the idempotency record grew: the takeover and the response.
-	if got := head().Commit - before.Commit; got != 2 {
-		t.Fatalf("the retry appended %d events, want 2 (IdempotencyStarted, IdempotencyRecorded)", got)
+	if got := e.eventsAfter(before); len(got) != 2 || got[0].Type != IdempotencyStartedType || got[1].Type != IdempotencyRecordedType {
+		t.Fatalf("the retry appended %d events, want 2 (IdempotencyStarted, IdempotencyRecorded)", len(got))
 	}
 	// From now on the recorded response is replayed without work.
 	if _, _, err := node2.Idempotent(e.ctx, request("k1", "b"), s2.do); err != nil || s2.calls.Load() != 1 {
 		t.Fatalf("third call: %v, work ran %d times", err, s2.calls.Load())
+	}
+}
+
+// An attempt whose work outlasts its lease renews it: a retry meanwhile is
+// told the request is in progress, never let in to run it again.
+func TestIdempotentLeaseRenewedWhileWorking(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const lease = 1500 * time.Millisecond // a renewal has 500ms, on a busy machine
+	x := e.executor(nil, Options{Clock: time.Now, IdempotencyLease: lease})
+	other := e.executor(nil, Options{Clock: time.Now, IdempotencyLease: lease})
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := x.Idempotent(e.ctx, request("k1", "b"), func(ctx context.Context) (int, []byte, error) {
+			close(started)
+			select {
+			case <-release:
+				return 200, []byte("slow"), nil
+			case <-ctx.Done():
+				return 0, nil, ctx.Err()
+			}
+		})
+		done <- err
+	}()
+	<-started
+	twice := func(context.Context) (int, []byte, error) {
+		t.Error("a retry ran the work while the first attempt held the key")
+		return 0, nil, errors.New("ran twice")
+	}
+	for range 3 { // three leases' worth of work
+		time.Sleep(lease)
+		if _, _, err := other.Idempotent(e.ctx, request("k1", "b"), twice); !errors.Is(err, ErrIdempotencyInProgress) {
+			t.Fatalf("retry while the work runs: %v, want ErrIdempotencyInProgress", err)
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the slow attempt: %v", err)
+	}
+	renewals := 0
+	for _, ev := range e.read(IdempotencyStream("provider:1 POST /accounts", "k1")) {
+		if ev.Type == IdempotencyLeaseExtendedType {
+			renewals++
+		}
+	}
+	if renewals < 3 {
+		t.Fatalf("%d renewals in three leases' time, want at least 3", renewals)
+	}
+	if st, body, err := other.Idempotent(e.ctx, request("k1", "b"), twice); err != nil || st != 200 || string(body) != "slow" {
+		t.Fatalf("after completion: %d %q %v", st, body, err)
+	}
+}
+
+// An attempt that cannot renew its lease (the store does not take the
+// renewal) has its work stopped before the lease runs out, and the client
+// is told to retry; the retry takes over at once.
+func TestIdempotentWorkStopsWithItsLease(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	fs := &faultyStore{Store: e.store}
+	fs.before = func(_ string, events []eventstore.EventData) error {
+		if events[0].Type == IdempotencyLeaseExtendedType {
+			return errors.New("store unreachable")
+		}
+		return nil
+	}
+	const lease = 900 * time.Millisecond
+	x := e.executor(fs, Options{Clock: time.Now, IdempotencyLease: lease})
+	var began, stopped time.Time
+	_, _, err := x.Idempotent(e.ctx, request("k1", "b"), func(ctx context.Context) (int, []byte, error) {
+		began = time.Now()
+		<-ctx.Done()
+		stopped = time.Now()
+		return 0, nil, ctx.Err()
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("attempt without renewals: %v, want a timeout", err)
+	}
+	// The work stops a third of a lease before the lease ends.
+	if took := stopped.Sub(began); took < lease/3 || took >= lease {
+		t.Fatalf("the work ran %v with a lease of %v, want it stopped before the lease ends", took, lease)
+	}
+	st, body, err := e.executor(nil, Options{Clock: time.Now}).Idempotent(e.ctx, request("k1", "b"), func(context.Context) (int, []byte, error) {
+		return 200, []byte("retried"), nil
+	})
+	if err != nil || st != 200 || string(body) != "retried" {
+		t.Fatalf("retry: %d %q %v", st, body, err)
+	}
+}
+
+// Work that panics stops renewing its lease: a retry takes over once the
+// lease has run out.
+func TestIdempotentPanickingWorkLetsItsLeaseRunOut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const lease = 300 * time.Millisecond
+	x := e.executor(nil, Options{Clock: time.Now, IdempotencyLease: lease})
+	func() {
+		defer func() { _ = recover() }()
+		_, _, _ = x.Idempotent(e.ctx, request("k1", "b"), func(context.Context) (int, []byte, error) { panic("boom") })
+	}()
+	time.Sleep(2 * lease)
+	st, body, err := x.Idempotent(e.ctx, request("k1", "b"), func(context.Context) (int, []byte, error) { return 200, []byte("again"), nil })
+	if err != nil || st != 200 || string(body) != "again" {
+		t.Fatalf("retry two leases after a panic: %d %q %v", st, body, err)
 	}
 }
 

@@ -15,6 +15,8 @@ const (
 	IdempotencyIDPinnedType = "IdempotencyIDPinned.v1"
 	IdempotencyRecordedType = "IdempotencyRecorded.v1"
 	IdempotencyFailedType   = "IdempotencyFailed.v1"
+	// IdempotencyLeaseExtendedType renews an attempt's lease.
+	IdempotencyLeaseExtendedType = "IdempotencyLeaseExtended.v1"
 )
 
 // IdempotencyStarted records that an attempt of a keyed request began and
@@ -72,6 +74,17 @@ type IdempotencyFailed struct {
 // EventType implements domain.Event.
 func (IdempotencyFailed) EventType() string { return IdempotencyFailedType }
 
+// IdempotencyLeaseExtended records that the attempt whose work is still
+// running holds the key until LeaseUntil.
+type IdempotencyLeaseExtended struct {
+	Generation int       `json:"generation"`
+	Attempt    int       `json:"attempt"`
+	LeaseUntil time.Time `json:"lease_until"`
+}
+
+// EventType implements domain.Event.
+func (IdempotencyLeaseExtended) EventType() string { return IdempotencyLeaseExtendedType }
+
 // idemState is the state of an idempotency record.
 type idemState struct {
 	Started    bool
@@ -95,6 +108,7 @@ const (
 	idemPin
 	idemRecord
 	idemFail
+	idemExtend
 )
 
 // idemCmd is one operation on an idempotency record; which fields matter
@@ -146,6 +160,10 @@ func evolveIdem(s idemState, e domain.Event) idemState {
 		if e.Generation == s.Generation && e.Attempt == s.Attempt {
 			s.Failed, s.Unused = true, e.Unused
 		}
+	case IdempotencyLeaseExtended:
+		if e.Generation == s.Generation && e.Attempt == s.Attempt {
+			s.LeaseUntil = e.LeaseUntil
+		}
 	}
 	return s
 }
@@ -166,7 +184,7 @@ func decideIdem(s idemState, c idemCmd, now time.Time) ([]domain.Event, error) {
 		case s.Done:
 			return nil, nil
 		case !s.Failed && now.Before(s.LeaseUntil):
-			return nil, fmt.Errorf("%w (attempt %d holds it until %s)", ErrIdempotencyInProgress, s.Attempt, s.LeaseUntil.Format(time.RFC3339))
+			return nil, &InProgressError{Attempt: s.Attempt, Until: s.LeaseUntil, Wait: s.LeaseUntil.Sub(now)}
 		}
 		start.Generation, start.Attempt = s.Generation, s.Attempt+1
 		return []domain.Event{start}, nil
@@ -190,6 +208,11 @@ func decideIdem(s idemState, c idemCmd, now time.Time) ([]domain.Event, error) {
 			return nil, nil
 		}
 		return []domain.Event{IdempotencyFailed{Generation: c.Generation, Attempt: c.Attempt, Error: c.Error, Unused: c.Unused}}, nil
+	case idemExtend:
+		if c.Generation != s.Generation || c.Attempt != s.Attempt || s.Done || s.Failed {
+			return nil, errLeaseLost
+		}
+		return []domain.Event{IdempotencyLeaseExtended{Generation: c.Generation, Attempt: c.Attempt, LeaseUntil: now.Add(c.Lease)}}, nil
 	}
 	return nil, fmt.Errorf("unknown idempotency operation %d", c.Op)
 }

@@ -23,10 +23,12 @@ type ProgressWaiter interface {
 // show. It waits at most timeout (DefaultReadTimeout when <= 0) and then
 // fails with an error wrapping ErrReadModelLag; the write itself stands. A
 // zero pos returns at once. When ctx ends first, its error is returned.
+// pos is noted in ctx's WrittenPositions (TrackWrites), if it has one.
 func WaitApplied(ctx context.Context, p ProgressWaiter, pos eventstore.Position, timeout time.Duration) error {
 	if pos.IsZero() {
 		return nil
 	}
+	notePosition(ctx, pos)
 	if timeout <= 0 {
 		timeout = DefaultReadTimeout
 	}

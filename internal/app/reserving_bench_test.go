@@ -17,7 +17,7 @@ func BenchmarkExecuteReserving(b *testing.B) {
 	m := meta("bench")
 	m.NewStream = true
 	var n atomic.Int64
-	groups0, appends0 := e.store.Stats()
+	groups0, appends0 := e.stats()
 	b.ReportAllocs()
 	runWorkers(b, workers, func(int) error {
 		id := strconv.FormatInt(n.Add(1), 10)
@@ -27,7 +27,7 @@ func BenchmarkExecuteReserving(b *testing.B) {
 		}
 		return err
 	})
-	if groups, appends := e.store.Stats(); groups > groups0 {
+	if groups, appends := e.stats(); groups > groups0 {
 		b.ReportMetric(float64(appends-appends0)/float64(groups-groups0), "appends/fsync")
 	}
 }

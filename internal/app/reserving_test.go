@@ -28,9 +28,10 @@ func (e *env) head() uint64 {
 func TestExecuteReservingOneAtomicAppend(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.multi()
 	x := e.executor(nil, Options{})
 	name := LoginStream(1, "ann")
-	_, appendsBefore := e.store.Stats()
+	_, appendsBefore := e.stats()
 
 	res, handled, err := creating(e, x, name, "counter-1", meta("r1"))
 	if !handled || err != nil {
@@ -39,7 +40,7 @@ func TestExecuteReservingOneAtomicAppend(t *testing.T) {
 	if !res.State.Exists || res.State.Name != "counter-1" || len(res.Events) != 1 {
 		t.Fatalf("result %+v, want the created counter and its event", res)
 	}
-	if _, appends := e.store.Stats(); appends-appendsBefore != 1 {
+	if _, appends := e.stats(); appends-appendsBefore != 1 {
 		t.Fatalf("%d appends, want one (reservation and owner together)", appends-appendsBefore)
 	}
 	taken, created := e.read(name), e.read("counter-1")
@@ -64,6 +65,7 @@ func TestExecuteReservingOneAtomicAppend(t *testing.T) {
 func TestExecuteReservingTwiceForOneNameAppendsOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.multi()
 	x := e.executor(nil, Options{})
 	name := LoginStream(1, "dan")
 	if _, handled, err := creating(e, x, name, "counter-1", meta("r1")); !handled || err != nil {
@@ -111,6 +113,7 @@ func TestExecuteReservingLeavesTakenNamesToReserve(t *testing.T) {
 func TestExecuteReservingAfterRelease(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.multi()
 	x := e.executor(nil, Options{})
 	name := LoginStream(1, "cy")
 	if _, handled, err := creating(e, x, name, "counter-1", meta("r1")); !handled || err != nil {
@@ -133,6 +136,7 @@ func TestExecuteReservingAfterRelease(t *testing.T) {
 func TestExecuteReservingWithAStaleFreeName(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.multi()
 	x, other := e.executor(nil, Options{}), e.executor(nil, Options{})
 	name := LoginStream(1, "hal")
 	if _, handled, err := creating(e, x, name, "counter-1", meta("r1")); !handled || err != nil {
@@ -169,6 +173,7 @@ func TestExecuteReservingDeclines(t *testing.T) {
 func TestExecuteReservingDecisionErrorAppendsNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.multi()
 	x := e.executor(nil, Options{})
 	head := e.head()
 	_, handled, err := ExecuteReserving(e.ctx, x, LoginStream(1, "eve"), "counter-1", counterDecider, any(add{N: 1}), meta("r1"))
@@ -186,6 +191,7 @@ func TestExecuteReservingDecisionErrorAppendsNothing(t *testing.T) {
 func TestExecuteReservingConcurrentExactlyOneWins(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.multi()
 	name := LoginStream(1, "fay")
 	nodes := []*Executor{e.executor(nil, Options{}), e.executor(nil, Options{}), e.executor(nil, Options{})}
 	winners := raceForName(t, nodes, 16, "counter-", func(x *Executor, owner string) error {
@@ -241,7 +247,7 @@ func (f *faultyMulti) AppendMulti(ctx context.Context, parts ...eventstore.Strea
 func TestExecuteReservingResendsAfterUnknownOutcome(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	store := &faultyMulti{faultyStore: &faultyStore{Store: e.store}, multi: e.store}
+	store := &faultyMulti{faultyStore: &faultyStore{Store: e.store}, multi: e.multi()}
 	x := e.executor(store, Options{})
 	name := LoginStream(1, "gus")
 	res, handled, err := creating(e, x, name, "counter-1", meta("r1"))

@@ -11,12 +11,13 @@ import (
 )
 
 // shownKinds are the streams the model follows: the aggregates it shows,
-// and the command and device streams for device authorisation (`update`
-// commands drop it, and connections stamp a device's last connection
-// time).
+// the command streams for device authorisation (`update` commands drop
+// it), and the device streams for what logins and connections tell of a
+// device (last online, address, firmware).
 var shownKinds = []domain.StreamKind{
 	domain.StreamAccount, domain.StreamProvider, domain.StreamTariff, domain.StreamChannel,
 	domain.StreamCategory, domain.StreamAdmin, domain.StreamCommand, domain.StreamDevice,
+	domain.StreamTariffTag, domain.StreamRegion, domain.StreamDeviceType, domain.StreamNetworks,
 }
 
 // shown reports whether the model follows streams of kind k.
@@ -25,14 +26,14 @@ func shown(k domain.StreamKind) bool {
 }
 
 // ignoredTypes are the event types the model has no use for: most of the
-// command and device streams, and journal events (domain.JournalEventTypes)
-// in account streams.
+// command streams, viewing reports in the device streams, and journal
+// events (domain.JournalEventTypes) in account streams.
 // The filter keeps them away (a device's viewing reports above all: they
 // are the bulk of the log), and should one arrive anyway the runner does
 // not decode it (IgnoredTypes) and Apply passes over it.
 var ignoredTypes = append([]string{
 	domain.CommandsSentType, domain.CommandExpiredType, domain.CommandsAckedType, domain.CommandsConfirmedType,
-	domain.DeviceDisconnectedType, domain.ViewingReportedType,
+	domain.ViewingReportedType,
 }, domain.JournalEventTypes()...)
 
 // ignored reports whether events of type name are passed over.
@@ -58,7 +59,11 @@ type evolvers struct {
 	tariff   func(domain.Tariff, domain.Event) domain.Tariff
 	channel  func(domain.Channel, domain.Event) domain.Channel
 	category func(domain.Category, domain.Event) domain.Category
+	tag      func(domain.TariffTag, domain.Event) domain.TariffTag
+	region   func(domain.Region, domain.Event) domain.Region
+	devType  func(domain.DeviceType, domain.Event) domain.DeviceType
 	admin    func(domain.Admin, domain.Event) domain.Admin
+	networks func(domain.AccountNetworks, domain.Event) domain.AccountNetworks
 }
 
 func newEvolvers() evolvers {
@@ -68,7 +73,11 @@ func newEvolvers() evolvers {
 		tariff:   domain.TariffDecider().Evolve,
 		channel:  domain.ChannelDecider().Evolve,
 		category: domain.CategoryDecider().Evolve,
+		tag:      domain.TariffTagDecider().Evolve,
+		region:   domain.RegionDecider().Evolve,
+		devType:  domain.DeviceTypeDecider().Evolve,
 		admin:    domain.AdminDecider().Evolve,
+		networks: domain.NetworksDecider().Evolve,
 	}
 }
 
@@ -139,11 +148,12 @@ func changeOf(ev *projections.Event) (c change, ok bool, err error) {
 	if ev.Unknown {
 		return c, false, nil
 	}
-	switch c.event.(type) {
-	case domain.AccountCreated, domain.DeviceBound, domain.DeviceConnected:
-		// Their time is shown (created, last connected): when it happened,
-		// not when it was recorded.
-		c.at = ev.OccurredAt.Unix()
+	if ref.Kind == domain.StreamAccount || ref.Kind == domain.StreamDevice {
+		// Their time is shown (created, updated, last online): when it
+		// happened, not when it was recorded.
+		if !ev.OccurredAt.IsZero() {
+			c.at = ev.OccurredAt.Unix()
+		}
 	}
 	return c, true, nil
 }
@@ -161,12 +171,20 @@ func (s *state) apply(ev *evolvers, c *change) {
 		applyVersioned(s.channels, c.id, c, ev.channel)
 	case domain.StreamCategory:
 		applyVersioned(s.categories, c.id, c, ev.category)
+	case domain.StreamTariffTag:
+		applyVersioned(s.tags, c.id, c, ev.tag)
+	case domain.StreamRegion:
+		applyVersioned(s.regions, c.id, c, ev.region)
+	case domain.StreamDeviceType:
+		applyVersioned(s.devTypes, c.id, c, ev.devType)
 	case domain.StreamAdmin:
 		applyVersioned(s.admins, c.login, c, ev.admin)
 	case domain.StreamCommand:
 		s.applyCommand(c)
 	case domain.StreamDevice:
 		s.applyDevice(c)
+	case domain.StreamNetworks:
+		s.applyNetworks(ev.networks, c)
 	}
 }
 
@@ -190,7 +208,7 @@ func (s *state) applyAccount(evolve func(domain.Account, domain.Event) domain.Ac
 		s.deleted[c.id] = t
 		return
 	}
-	old := s.accounts[c.id]
+	old := s.account(c.id)
 	if old != nil && c.rev <= old.rev {
 		return
 	}
@@ -212,5 +230,22 @@ func (s *state) applyAccount(evolve func(domain.Account, domain.Event) domain.Ac
 	next.ID = c.id // the stream name is authoritative
 	rec := recordOf(next, old, c.at, c.at)
 	rec.rev = c.rev
+	s.carryActivity(old, rec)
 	s.putAccount(old, rec)
+}
+
+// carryActivity gives a device that moved here from another account (it
+// keeps its id) the activity its old record had: it is the same device.
+func (s *state) carryActivity(old, rec *account) {
+	for i := range rec.devs {
+		d := &rec.devs[i]
+		if old != nil && slices.ContainsFunc(old.devs, func(o dev) bool { return o.id == d.id }) {
+			continue
+		}
+		if r, ok := s.devRef(d.id); ok && r.a.id != rec.id {
+			if act := r.dev().activity(); act.last != 0 {
+				*d = devOf(d.toDomain(), d.created, act)
+			}
+		}
+	}
 }

@@ -45,7 +45,11 @@ func raise(m map[int64]uint64, id int64, pos uint64) {
 // are skipped: no token of theirs can pass the binding check anyway.
 func (s *state) applyCommand(c *change) {
 	e, ok := c.event.(domain.CommandsIssued)
-	if !ok || !dropsAuthorisation(e) {
+	if !ok {
+		return
+	}
+	s.sends.add(e.SendID, e.Scope)
+	if !dropsAuthorisation(e) {
 		return
 	}
 	for _, id := range e.IDs {
@@ -53,7 +57,7 @@ func (s *state) applyCommand(c *change) {
 		case domain.RecipientProviders:
 			raise(s.drops.providers, id, c.pos)
 		case domain.RecipientAccounts:
-			if s.accounts[id] != nil {
+			if s.account(id) != nil {
 				raise(s.drops.accounts, id, c.pos)
 			}
 		case domain.RecipientDevices:
@@ -73,21 +77,9 @@ func dropsAuthorisation(e domain.CommandsIssued) bool {
 	return false
 }
 
-// applyDevice stamps a bound device's last connection. The device id is
-// the stream's.
-func (s *state) applyDevice(c *change) {
-	if _, ok := c.event.(domain.DeviceConnected); !ok {
-		return
-	}
-	if _, bound := s.devs[c.id]; bound && c.at > s.seen[c.id] {
-		s.seen[c.id] = c.at
-	}
-}
-
 // forgetDevice drops what is kept about a device that was unbound.
 func (s *state) forgetDevice(id int64) {
 	delete(s.drops.devices, id)
-	delete(s.seen, id)
 }
 
 // AuthorizedDevice returns device when its authorisation, as a token issued
@@ -116,13 +108,17 @@ func (m *Model) AuthorizationDropped(device, account, provider int64, after uint
 	return !ok
 }
 
-// DeviceLastConnected returns when bound device id last opened a websocket
-// (the occurred-at of its newest DeviceConnected, whole seconds, UTC); ok
-// is false when it never did since it was bound.
-func (m *Model) DeviceLastConnected(id int64) (at time.Time, ok bool) {
+// DeviceLastOnline returns when bound device id last logged in, opened
+// or closed a websocket (the occurred-at of the newest such event, whole
+// seconds, UTC); ok is false when it did none since it was bound.
+func (m *Model) DeviceLastOnline(id int64) (at time.Time, ok bool) {
 	var sec int64
-	m.read(func(s *state) { sec, ok = s.seen[id] })
-	if !ok {
+	m.read(func(s *state) {
+		if r, found := s.devRef(id); found {
+			sec = r.dev().last.Unix()
+		}
+	})
+	if sec == 0 {
 		return time.Time{}, false
 	}
 	return time.Unix(sec, 0).UTC(), true

@@ -94,11 +94,11 @@ func TestUpdateDropsAuthorisation(t *testing.T) {
 
 func (ae *authEnv) le2Device() int64 { return ae.m.AccountDevices(ae.acc2[0])[0].ID }
 
-// Connections stamp the device's last connection; other device and
-// command events never reach the model.
+// Connections and disconnections stamp the device's last online time;
+// viewing reports and other command events never reach the model.
 func TestDeviceConnectionsAndFilter(t *testing.T) {
 	ae := newAuthEnv(t)
-	if _, ok := ae.m.DeviceLastConnected(ae.d1); ok {
+	if _, ok := ae.m.DeviceLastOnline(ae.d1); ok {
 		t.Fatal("a device that never connected has a last connection")
 	}
 	ae.appendEvent(domain.DeviceStream(ae.d1), domain.DeviceConnected{DeviceID: ae.d1, Account: ae.a1, Provider: 1})
@@ -107,11 +107,11 @@ func TestDeviceConnectionsAndFilter(t *testing.T) {
 	ae.appendEvent(domain.DeviceStream(ae.d1), domain.DeviceDisconnected{DeviceID: ae.d1, Account: ae.a1, Provider: 1, Code: 1000})
 	ae.appendEvent(domain.DeviceStream(424242), domain.DeviceConnected{DeviceID: 424242, Account: ae.a1, Provider: 1})
 	ae.r.sync()
-	at, ok := ae.m.DeviceLastConnected(ae.d1)
+	at, ok := ae.m.DeviceLastOnline(ae.d1)
 	if !ok || !at.After(base) || at.Nanosecond() != 0 {
 		t.Fatalf("last connected %v, %v", at, ok)
 	}
-	if _, ok := ae.m.DeviceLastConnected(424242); ok {
+	if _, ok := ae.m.DeviceLastOnline(424242); ok {
 		t.Fatal("a connection of an unknown device was kept")
 	}
 	if st := ae.m.Stats(); st.Skipped != 0 {
@@ -129,7 +129,9 @@ func TestDeviceConnectionsAndFilter(t *testing.T) {
 		{"command-1", domain.CommandExpiredType, false},
 		{"receipt-1", domain.CommandsAckedType, false},
 		{"device-1", domain.DeviceConnectedType, true},
-		{"device-1", domain.DeviceDisconnectedType, false},
+		{"device-1", domain.DeviceDisconnectedType, true},
+		{"device-1", domain.DeviceLoggedInType, true},
+		{"networks-1", domain.AccountNetworkAddedType, true},
 		{"device-1", domain.ViewingReportedType, false},
 		{"account-1", domain.DeviceBoundType, true},
 		{"ids-device", "IDBlockReserved.v1", false},
@@ -169,7 +171,7 @@ func TestSnapshotKeepsAuthorisation(t *testing.T) {
 	if !loaded.AuthorizationDropped(ae.d1, ae.a1, 1, pos-1) || loaded.AuthorizationDropped(ae.d1, ae.a1, 1, pos) {
 		t.Fatal("the device drop did not survive the snapshot")
 	}
-	if at, ok := loaded.DeviceLastConnected(ae.d3); !ok || at.Before(base) {
+	if at, ok := loaded.DeviceLastOnline(ae.d3); !ok || at.Before(base) {
 		t.Fatalf("last connection after loading: %v, %v", at, ok)
 	}
 
@@ -183,5 +185,15 @@ func TestSnapshotKeepsAuthorisation(t *testing.T) {
 	}
 	if _, err := New(ae.reg).LoadSnapshot(old); !errors.Is(err, errSnapshotFormat) {
 		t.Fatalf("format 1 snapshot: %v, want errSnapshotFormat", err)
+	}
+	// So is a format 2 one (no TVIP fields, no account networks).
+	if err := projections.WriteSnapshot(old, ae.m.Position(), func(w ioWriter) error {
+		_, err := w.Write(binary.AppendUvarint([]byte(snapMagic), 2))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(ae.reg).LoadSnapshot(old); !errors.Is(err, errSnapshotFormat) {
+		t.Fatalf("format 2 snapshot: %v, want errSnapshotFormat", err)
 	}
 }

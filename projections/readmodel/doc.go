@@ -1,5 +1,6 @@
 // Package readmodel is the in-memory read model of tvsm: the providers,
-// tariffs, channels, categories and administrators, and the accounts with
+// tariffs, tariff tags, channels, categories, regions, device types and
+// administrators, and the accounts with
 // their subscriptions and devices, as the Provider, Admin and Device APIs
 // read them. It is rebuilt from the event log, persisted only as snapshots,
 // and has no database.
@@ -8,7 +9,7 @@
 //
 // A Model is a projections.Handler named Name ("readmodel.v2"). Its filter
 // selects the aggregate streams (account-, provider-, tariff-, channel-,
-// category-, admin-) and, for device authorisation, the command sends
+// category-, admin-, tariff_tag-, region-, device_type-) and, for device authorisation, the command sends
 // (CommandsIssued in command-) and device connections (DeviceConnected in
 // device-); the application layer's bookkeeping streams (ids-*, idem-*,
 // login-*), delivery claims, receipts and viewing reports never reach it.
@@ -38,13 +39,16 @@
 // scope to answer 403 or 404. Every list of provider-owned rows takes a
 // Scope, whose zero value matches nothing: a superadmin passes
 // AllProviders, a provider-scoped administrator ProviderScope(p) (see
-// ScopeOf). Channels and categories belong to no provider and are listed
-// for everyone.
+// ScopeOf). Channels, categories, regions and device types belong to no
+// provider and are listed for everyone.
 //
 // Lists: accounts (filters provider, enabled, login exact, remote_custom_field
 // exact, quick_search: a case-insensitive substring of login, fullname or
 // contract_info), subscriptions (account, tarif, provider), devices
-// (account, provider, unique_id), tariffs, providers, channels, categories,
+// (account, provider, unique_id), tariffs (provider, enabled, channel, tag,
+// name search), tariff tags (provider, enabled, name search), providers
+// (enabled, name search), channels (category, tariff, enabled, search of
+// name and text name), categories, regions and device types (name search),
 // administrators. Each sorts by id (the default) or by the fields in its
 // *SortFields variable, ascending or descending, ties broken by ascending
 // id, and pages by Start/Limit with the total before paging. Accounts,

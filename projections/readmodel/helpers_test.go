@@ -7,7 +7,6 @@ import (
 	"io"
 	"iter"
 	"log/slog"
-	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -294,19 +293,28 @@ func (f *feed) record(stream string, e domain.Event, at time.Time) eventstore.Re
 // one open subscription and one or two devices.
 func typicalAccount(id, provider int64) []domain.Event {
 	contract := fmt.Sprintf("contract %08d/26", id)
-	events := []domain.Event{
+	region := id%50 + 1
+	return []domain.Event{
 		domain.AccountCreated{
 			AccountID: id, Provider: provider, Login: fmt.Sprintf("user%08d", id),
 			PinMD5: "0123456789abcdef0123456789abcdef", Fullname: fmt.Sprintf("Ivan Petrovich Sidorov %03d", id%1000),
-			Enabled: id%10 != 0, ContractInfo: &contract,
+			Enabled: id%10 != 0, ContractInfo: &contract, RegionTag: &region,
 		},
 		domain.SubscriptionAdded{AccountID: id, SubscriptionID: id, Tariff: provider*100 + id%3, Start: base.Add(time.Duration(id) * time.Second)},
-		domain.DeviceBound{AccountID: id, DeviceID: 2 * id, UniqueID: fmt.Sprintf("00:1A:%02X:%02X:%02X:%02X", byte(id>>24), byte(id>>16), byte(id>>8), byte(id)), Class: domain.DeviceSTB, Model: "MAG-524w3"},
+		typicalDevice(id, 2*id, domain.DeviceSTB, "MAG-524w3"),
+		typicalDevice(id, 2*id+1, domain.DevicePhone, "Pixel 8"),
 	}
-	if id%2 == 0 {
-		events = append(events, domain.DeviceBound{AccountID: id, DeviceID: 2*id + 1, UniqueID: fmt.Sprintf("app-%d", id), Class: domain.DevicePhone, Model: "Pixel 8"})
-	}
-	return events
+}
+
+// typicalDevice is a device bound with every field a TVIP provider sets.
+func typicalDevice(account, id int64, class domain.DeviceClass, model string) domain.DeviceBound {
+	mac := fmt.Sprintf("00:1a:79:%02x:%02x:%02x", byte(id>>16), byte(id>>8), byte(id))
+	rcf := fmt.Sprintf("crm-%d", id)
+	comment := "living room"
+	udpxy := "10.20.30.40:4022"
+	deviceType := id%4 + 1
+	return domain.DeviceBound{AccountID: account, DeviceID: id, UniqueID: mac, Class: class, Model: model,
+		MAC: &mac, RemoteCustomField: &rcf, Comment: &comment, UseNAT: id%2 == 0, UdpxyAddr: &udpxy, DeviceType: &deviceType}
 }
 
 // applyTypical applies n typical accounts (ids 1..n, spread over
@@ -320,7 +328,7 @@ func applyTypical(t testing.TB, m *Model, f *feed, n, providers int) {
 			batch = append(batch, f.record(domain.AccountStream(id), e, base))
 		}
 		for _, c := range typicalConnections(id, p) {
-			batch = append(batch, f.record(domain.DeviceStream(c.DeviceID), c, base))
+			batch = append(batch, f.record(domain.DeviceStream(deviceOf(c)), c, base))
 		}
 		if len(batch) >= 4000 || id == int64(n) {
 			if err := m.Apply(context.Background(), decoded(m, batch), projections.Replay); err != nil {
@@ -344,8 +352,8 @@ func buildTypical(m *Model, n, providers int) {
 			m.st.pos = eventstore.Position{Commit: uint64(id), Prepare: uint64(id)}
 			m.mu.Unlock()
 		}
-		for _, e := range typicalConnections(id, p) {
-			c := change{kind: domain.StreamDevice, id: e.DeviceID, event: e, at: base.Unix()}
+		for i, e := range typicalConnections(id, p) {
+			c := change{kind: domain.StreamDevice, id: deviceOf(e), event: e, at: base.Unix() + int64(i)}
 			m.mu.Lock()
 			m.st.apply(&m.ev, &c)
 			m.mu.Unlock()
@@ -353,90 +361,40 @@ func buildTypical(m *Model, n, providers int) {
 	}
 }
 
-// typicalConnections are the websocket connections of a typical account's
-// devices: every device has connected once, so its last connection is
-// kept.
-func typicalConnections(id, provider int64) []domain.DeviceConnected {
-	var out []domain.DeviceConnected
+// typicalConnections are what a typical account's devices did: every
+// device has logged in (reporting its firmware and operating system) and
+// connected once, so its first and last online times, its address,
+// firmware and operating system are kept.
+func typicalConnections(id, provider int64) []domain.Event {
+	var out []domain.Event
 	for _, e := range typicalAccount(id, provider) {
 		if b, ok := e.(domain.DeviceBound); ok {
-			out = append(out, domain.DeviceConnected{DeviceID: b.DeviceID, Account: id, Provider: provider})
+			addr := fmt.Sprintf("10.%d.%d.%d", byte(b.DeviceID>>16), byte(b.DeviceID>>8), byte(b.DeviceID))
+			out = append(out,
+				domain.DeviceLoggedIn{DeviceID: b.DeviceID, Account: id, Provider: provider, Address: addr, Firmware: "3.12.4", OS: "Android 11"},
+				domain.DeviceConnected{DeviceID: b.DeviceID, Account: id, Provider: provider, Address: addr})
 		}
 	}
 	return out
 }
 
-// dump renders every answer of the model's queries, for comparing two
-// models.
+// deviceOf returns the device of a device stream's event.
+func deviceOf(e domain.Event) int64 {
+	switch e := e.(type) {
+	case domain.DeviceLoggedIn:
+		return e.DeviceID
+	case domain.DeviceConnected:
+		return e.DeviceID
+	}
+	panic(fmt.Sprintf("no device in %T", e))
+}
+
+// dump renders every answer of the model's queries (Answers).
 func dump(t testing.TB, m *Model) []any {
 	t.Helper()
-	var out []any
-	add := func(name string, v any) { out = append(out, fmt.Sprintf("%s:", name), v) }
-	must := func(v any, err error) any {
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	st := m.Stats()
-	add("stats", st)
-	accounts := must(m.ListAccounts(AccountQuery{Scope: AllProviders})).(List[Account]).Slice()
-	add("accounts", accounts)
-	for _, sk := range [][]SortKey{{{Field: "login"}}, {{Field: "fullname", Desc: true}}, {{Field: "created"}, {Field: "login", Desc: true}}, {{Field: "id", Desc: true}}} {
-		add(fmt.Sprint("accounts sorted ", sk), must(m.ListAccounts(AccountQuery{Scope: AllProviders, Page: Page{Sort: sk, Start: 3, Limit: 50}})).(List[Account]).Slice())
-	}
-	yes := true
-	add("enabled", must(m.ListAccounts(AccountQuery{Scope: AllProviders, Enabled: &yes})).(List[Account]).Total)
-	add("search", must(m.ListAccounts(AccountQuery{Scope: AllProviders, QuickSearch: "00"})).(List[Account]).Total)
-	for _, a := range accounts {
-		v, ok := m.Account(a.ID)
-		add("account", []any{v, ok})
-		byLogin, ok := m.AccountByLogin(a.Provider, a.Login)
-		add("by login", []any{byLogin, ok})
-		s, ok := m.AccountState(a.ID)
-		add("state", []any{s, ok})
-		add("subs of", m.AccountSubscriptions(a.ID))
-		add("devs of", m.AccountDevices(a.ID))
-	}
-	subs := must(m.ListSubscriptions(SubscriptionQuery{Scope: AllProviders})).(List[Subscription]).Slice()
-	add("subscriptions", subs)
-	add("subscriptions by stop", must(m.ListSubscriptions(SubscriptionQuery{Scope: AllProviders, Page: Page{Sort: []SortKey{{Field: "stop", Desc: true}}}})).(List[Subscription]).Slice())
-	for _, s := range subs {
-		v, ok := m.Subscription(s.ID)
-		add("subscription", []any{v, ok})
-	}
-	devs := must(m.ListDevices(DeviceQuery{Scope: AllProviders})).(List[Device]).Slice()
-	add("devices", devs)
-	for _, d := range devs {
-		v, ok := m.Device(d.ID)
-		add("device", []any{v, ok})
-		u, ok := m.DeviceByUniqueID(d.UniqueID)
-		add("device by uid", []any{u, ok})
-		at, ok := m.DeviceLastConnected(d.ID)
-		add("last connected", []any{at, ok})
-		for _, since := range []uint64{0, st.Position.Commit / 2, st.Position.Commit} {
-			add("dropped", m.AuthorizationDropped(d.ID, d.Account, d.Provider, since))
-		}
-	}
-	providers := must(m.ListProviders(ProviderQuery{Scope: AllProviders})).(List[domain.Provider]).Slice()
-	add("providers", providers)
-	for _, p := range providers {
-		for _, scope := range []Scope{ProviderScope(p.ID)} {
-			add("scoped accounts", must(m.ListAccounts(AccountQuery{Scope: scope})).(List[Account]).Slice())
-			add("scoped subs", must(m.ListSubscriptions(SubscriptionQuery{Scope: scope})).(List[Subscription]).Slice())
-			add("scoped devs", must(m.ListDevices(DeviceQuery{Scope: scope})).(List[Device]).Slice())
-			add("scoped tariffs", must(m.ListTariffs(TariffQuery{Scope: scope})).(List[domain.Tariff]).Slice())
-			add("scoped admins", must(m.ListAdmins(AdminQuery{Scope: scope})).(List[domain.Admin]).Slice())
-		}
-	}
-	add("tariffs", must(m.ListTariffs(TariffQuery{Scope: AllProviders})).(List[domain.Tariff]).Slice())
-	add("channels", must(m.ListChannels(ChannelQuery{})).(List[domain.Channel]).Slice())
-	add("categories", must(m.ListCategories(CategoryQuery{})).(List[domain.Category]).Slice())
-	admins := must(m.ListAdmins(AdminQuery{Scope: AllProviders})).(List[domain.Admin]).Slice()
-	add("admins", admins)
-	for _, a := range admins {
-		v, ok := m.Admin(a.Login)
-		add("admin", []any{v, ok})
+	out, err := Answers(m)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -445,12 +403,7 @@ func dump(t testing.TB, m *Model) []any {
 // difference.
 func sameAnswers(t testing.TB, want, got []any) {
 	t.Helper()
-	if len(want) != len(got) {
-		t.Fatalf("dumps differ in length: %d vs %d", len(want), len(got))
-	}
-	for i := range want {
-		if !reflect.DeepEqual(want[i], got[i]) {
-			t.Fatalf("answers differ at %v:\nwant %+v\ngot  %+v", want[max(i-1, 0)], want[i], got[i])
-		}
+	if err := DiffAnswers(want, got); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -144,6 +144,21 @@ func (l *idList[V]) Remove(id int64) bool {
 	return true
 }
 
+// Get returns id's value.
+func (l *idList[V]) Get(id int64) (V, bool) {
+	if len(l.chunks) == 0 {
+		var zero V
+		return zero, false
+	}
+	c := l.chunks[l.chunkFor(id)]
+	j, found := searchChunk(c, id)
+	if !found {
+		var zero V
+		return zero, false
+	}
+	return c[j].v, true
+}
+
 // Contains reports whether id is in the list.
 func (l *idList[V]) Contains(id int64) bool {
 	if len(l.chunks) == 0 {

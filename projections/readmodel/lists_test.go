@@ -1,8 +1,10 @@
 package readmodel
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -392,5 +394,167 @@ func TestScopeIsolation(t *testing.T) {
 		must(m.ListDevices(DeviceQuery{Scope: zero})).Total+must(m.ListTariffs(TariffQuery{Scope: zero})).Total+
 		must(m.ListProviders(ProviderQuery{Scope: zero})).Total+must(m.ListAdmins(AdminQuery{Scope: zero})).Total != 0 {
 		t.Error("the zero Scope matched rows")
+	}
+}
+
+// TestListCatalogFilters covers the filters and searches the Provider
+// API's catalog lists use: each one narrows the list.
+func TestListCatalogFilters(t *testing.T) {
+	le := newListEnv(t)
+	m := le.m
+	le.category(domain.CreateCategory{ID: 1, Name: "News"})
+	le.category(domain.CreateCategory{ID: 2, Name: "Sport"})
+	le.channel(domain.CreateChannel{ID: 5, Name: "Euronews", Number: 2, Categories: []int64{1}})
+	le.channel(domain.CreateChannel{ID: 6, Name: "Match", TextName: "Match! Premier", Number: 3, Categories: []int64{2, 1}, Enabled: ptr(false)})
+	le.channel(domain.CreateChannel{ID: 7, Name: "Gone", Categories: []int64{2}})
+	le.channel(domain.DeleteChannel{ID: 7})
+	le.tariff(domain.UpdateTariff{ID: 11, Channels: domain.Some([]int64{5, 6})})
+	le.tariff(domain.UpdateTariff{ID: 12, Channels: domain.Some([]int64{6})})
+	le.env.provider(domain.UpdateProvider{ID: 1, RegionTag: domain.Some(int64(3))})
+	execute(le.env, domain.RegionStream(3), domain.RegionDecider(), domain.RegionCommand(domain.CreateRegion{ID: 3, Name: "North-West"}))
+	execute(le.env, domain.RegionStream(4), domain.RegionDecider(), domain.RegionCommand(domain.CreateRegion{ID: 4, Name: "South"}))
+	execute(le.env, domain.DeviceTypeStream(1), domain.DeviceTypeDecider(), domain.DeviceTypeCommand(domain.CreateDeviceType{ID: 1, Name: "tvip_s605"}))
+	execute(le.env, domain.DeviceTypeStream(2), domain.DeviceTypeDecider(), domain.DeviceTypeCommand(domain.CreateDeviceType{ID: 2, Name: "Android TV"}))
+	tag := func(c domain.TariffTagCommand) { execute(le.env, c.Stream(), domain.TariffTagDecider(), c) }
+	tag(domain.CreateTariffTag{ID: 31, Provider: 1, Name: "Sport pack", Position: 2})
+	tag(domain.CreateTariffTag{ID: 32, Provider: 1, Name: "Kids", Position: 1, Enabled: ptr(false)})
+	tag(domain.CreateTariffTag{ID: 33, Provider: 2, Name: "Sport", Position: 0})
+	le.tariff(domain.UpdateTariff{ID: 12, Tag: domain.Some(int64(31))})
+	le.r.sync()
+
+	tariffs := func(q TariffQuery) []int64 {
+		q.Scope = AllProviders
+		return ids(must(m.ListTariffs(q)), func(t domain.Tariff) int64 { return t.ID })
+	}
+	for name, tc := range map[string]struct {
+		q    TariffQuery
+		want []int64
+	}{
+		"channel":      {TariffQuery{Channel: 5}, []int64{11}},
+		"channel both": {TariffQuery{Channel: 6}, []int64{11, 12}},
+		"tag":          {TariffQuery{Tag: 31}, []int64{12}},
+		"search":       {TariffQuery{Search: "PREM"}, []int64{12}},
+		"search none":  {TariffQuery{Search: "zzz"}, nil},
+	} {
+		if got := tariffs(tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("tariffs by %s: %v, want %v", name, got, tc.want)
+		}
+	}
+
+	chans := func(q ChannelQuery) []int64 {
+		if q.Scope == (Scope{}) {
+			q.Scope = AllProviders
+		}
+		return ids(must(m.ListChannels(q)), func(c domain.Channel) int64 { return c.ID })
+	}
+	if got := ids(must(m.ListChannels(ChannelQuery{Tariff: 12})), func(c domain.Channel) int64 { return c.ID }); len(got) != 0 {
+		t.Errorf("channels of a tariff in the zero scope: %v", got)
+	}
+	for name, tc := range map[string]struct {
+		q    ChannelQuery
+		want []int64
+	}{
+		"all live":            {ChannelQuery{}, []int64{5, 6}},
+		"tariff":              {ChannelQuery{Tariff: 12}, []int64{6}},
+		"tariff in scope":     {ChannelQuery{Tariff: 12, Scope: ProviderScope(1)}, []int64{6}},
+		"tariff out of scope": {ChannelQuery{Tariff: 12, Scope: ProviderScope(2)}, nil},
+		"unknown tariff":      {ChannelQuery{Tariff: 99}, nil},
+		"enabled":             {ChannelQuery{Enabled: ptr(true)}, []int64{5}},
+		"disabled":            {ChannelQuery{Enabled: ptr(false)}, []int64{6}},
+		"search by text name": {ChannelQuery{Search: "premier"}, []int64{6}},
+		"search by name":      {ChannelQuery{Search: "euro"}, []int64{5}},
+	} {
+		if got := chans(tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("channels by %s: %v, want %v", name, got, tc.want)
+		}
+	}
+
+	tags := func(q TariffTagQuery) []int64 {
+		return ids(must(m.ListTariffTags(q)), func(t domain.TariffTag) int64 { return t.ID })
+	}
+	for name, tc := range map[string]struct {
+		q    TariffTagQuery
+		want []int64
+	}{
+		"all":              {TariffTagQuery{Scope: AllProviders}, []int64{31, 32, 33}},
+		"scoped":           {TariffTagQuery{Scope: ProviderScope(2)}, []int64{33}},
+		"zero scope":       {TariffTagQuery{}, nil},
+		"provider":         {TariffTagQuery{Scope: AllProviders, Provider: 1}, []int64{31, 32}},
+		"foreign provider": {TariffTagQuery{Scope: ProviderScope(2), Provider: 1}, nil},
+		"enabled":          {TariffTagQuery{Scope: AllProviders, Enabled: ptr(false)}, []int64{32}},
+		"search":           {TariffTagQuery{Scope: AllProviders, Search: "sport"}, []int64{31, 33}},
+		"by position":      {TariffTagQuery{Scope: AllProviders, Page: Page{Sort: []SortKey{{Field: "position"}}}}, []int64{33, 32, 31}},
+	} {
+		if got := tags(tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("tags by %s: %v, want %v", name, got, tc.want)
+		}
+	}
+	if got := m.TariffsTagged(31); !slices.Equal(got, []int64{12}) {
+		t.Errorf("tariffs tagged 31: %v", got)
+	}
+
+	if got := ids(must(m.ListProviders(ProviderQuery{Scope: AllProviders, Search: "tw"})), func(p domain.Provider) int64 { return p.ID }); !slices.Equal(got, []int64{2}) {
+		t.Errorf("providers searched: %v", got)
+	}
+	if got := m.ProvidersInRegion(3); !slices.Equal(got, []int64{1}) {
+		t.Errorf("providers in region 3: %v", got)
+	}
+	if got := ids(must(m.ListRegions(RegionQuery{Search: "west"})), func(r domain.Region) int64 { return r.ID }); !slices.Equal(got, []int64{3}) {
+		t.Errorf("regions searched: %v", got)
+	}
+	if got := ids(must(m.ListRegions(RegionQuery{Page: Page{Sort: []SortKey{{Field: "name", Desc: true}}}})), func(r domain.Region) int64 { return r.ID }); !slices.Equal(got, []int64{4, 3}) {
+		t.Errorf("regions by name desc: %v", got)
+	}
+	if got := ids(must(m.ListDeviceTypes(DeviceTypeQuery{Search: "TV"})), func(d domain.DeviceType) int64 { return d.ID }); !slices.Equal(got, []int64{1, 2}) {
+		t.Errorf("device types searched: %v", got)
+	}
+	if got := ids(must(m.ListDeviceTypes(DeviceTypeQuery{Search: "android"})), func(d domain.DeviceType) int64 { return d.ID }); !slices.Equal(got, []int64{2}) {
+		t.Errorf("device types searched: %v", got)
+	}
+	if got := ids(must(m.ListCategories(CategoryQuery{Search: "spo"})), func(c domain.Category) int64 { return c.ID }); !slices.Equal(got, []int64{2}) {
+		t.Errorf("categories searched: %v", got)
+	}
+	if got := m.CategoryChannels([]int64{1, 2, 9}); !reflect.DeepEqual(got, map[int64][]int64{1: {5, 6}, 2: {6}, 9: {}}) {
+		t.Errorf("category channels: %v", got)
+	}
+	le.category(domain.DeleteCategory{ID: 2})
+	le.r.sync()
+	if got := m.LiveCategories([]int64{2, 1, 9}); !slices.Equal(got, []int64{1}) {
+		t.Errorf("live categories: %v", got)
+	}
+	if ch, _ := m.Channel(6); !slices.Equal(ch.Categories, []int64{2, 1}) {
+		t.Errorf("a channel's categories as stored: %v", ch.Categories)
+	}
+}
+
+// TestOlderCatalogSnapshot checks that the catalog of a snapshot taken
+// before tariff tags, regions, device types and the new channel, tariff
+// and provider fields existed reads as what those entities were: channels
+// enabled, no tag, no region.
+func TestOlderCatalogSnapshot(t *testing.T) {
+	older := `{"providers":[{"key":1,"rev":0,"v":{"ID":1,"Name":"P","Enabled":true,"DevicesPerAccountLimit":null,"FreeTariff":null,
+		"Billing":{"Resolve":false,"URL":"","Token":""},"Deleted":false}}],
+		"tariffs":[{"key":2,"rev":0,"v":{"ID":2,"Provider":1,"Name":"T","Enabled":true,"Channels":[3],"Description":"","Deleted":false}}],
+		"channels":[{"key":3,"rev":0,"v":{"ID":3,"Name":"C","Number":1,"LogoURL":"","Description":"","Categories":[],"Deleted":false}}],
+		"categories":[],"admins":[]}`
+	var cat snapCatalog
+	if err := json.Unmarshal([]byte(older), &cat); err != nil {
+		t.Fatal(err)
+	}
+	s := newState()
+	restoreCatalog(s, &cat)
+	m := New(nil)
+	m.st = s
+	if ch, ok := m.Channel(3); !ok || ch.Disabled || ch.TextName != "" || ch.TimeShiftDepth != nil {
+		t.Errorf("channel %+v, %v: want enabled, no text name, no time shift", ch, ok)
+	}
+	if tr, ok := m.Tariff(2); !ok || tr.Tag != nil {
+		t.Errorf("tariff %+v, %v: want no tag", tr, ok)
+	}
+	if p, ok := m.Provider(1); !ok || p.RegionTag != nil || p.Comment != "" || p.LogoURL != "" {
+		t.Errorf("provider %+v, %v", p, ok)
+	}
+	if st := m.Stats(); st.TariffTags+st.Regions+st.DeviceTypes != 0 {
+		t.Errorf("stats %+v", st)
 	}
 }

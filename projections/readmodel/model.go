@@ -15,8 +15,8 @@ import (
 // replay.
 const Name = "readmodel.v2"
 
-// Model is the in-memory read model of providers, tariffs, channels,
-// categories, administrators and accounts with their subscriptions and
+// Model is the in-memory read model of providers, tariffs, tariff tags,
+// channels, categories, regions, device types, administrators and accounts with their subscriptions and
 // devices. It is a projections.Handler: a Runner feeds it the log, and the
 // Provider, Admin and Device APIs query it. Create it with New.
 //
@@ -87,6 +87,9 @@ type Stats struct {
 	Tariffs       int
 	Channels      int
 	Categories    int
+	TariffTags    int
+	Regions       int
+	DeviceTypes   int
 	Admins        int
 	// Skipped counts deliveries of events of an unknown type, passed over
 	// (see Apply), since the model was created: an operational counter, not
@@ -101,13 +104,16 @@ func (m *Model) Stats() Stats {
 	s := m.st
 	return Stats{
 		Position:      s.pos,
-		Accounts:      len(s.accounts),
+		Accounts:      s.all.accounts.Len(),
 		Subscriptions: len(s.subs),
 		Devices:       len(s.devs),
 		Providers:     len(s.providers),
 		Tariffs:       len(s.tariffs),
 		Channels:      len(s.channels),
 		Categories:    len(s.categories),
+		TariffTags:    len(s.tags),
+		Regions:       len(s.regions),
+		DeviceTypes:   len(s.devTypes),
 		Admins:        len(s.admins),
 		Skipped:       m.skipped,
 	}

@@ -7,13 +7,14 @@ import (
 )
 
 // AccountSortFields are the fields ListAccounts can sort by.
-var AccountSortFields = []string{"id", "login", "fullname", "created"}
+var AccountSortFields = []string{"id", "login", "fullname", "created", "updated"}
 
 var accountFields = map[string]func(a, b *account) int{
 	"id":       byAccountID,
 	"login":    func(a, b *account) int { return strings.Compare(a.login(), b.login()) },
 	"fullname": func(a, b *account) int { return strings.Compare(a.fullname(), b.fullname()) },
 	"created":  func(a, b *account) int { return cmp.Compare(a.created, b.created) },
+	"updated":  func(a, b *account) int { return cmp.Compare(a.updated, b.updated) },
 }
 
 func byAccountID(a, b *account) int { return cmp.Compare(a.id, b.id) }
@@ -32,6 +33,8 @@ type AccountQuery struct {
 	// RemoteCustomField keeps accounts whose remote_custom_field equals it
 	// exactly (null never matches).
 	RemoteCustomField *string
+	// RegionTag keeps the accounts of one region (0: any).
+	RegionTag int64
 	// QuickSearch keeps accounts whose login, fullname or contract_info
 	// contains it, ignoring case (Unicode simple lower-casing, rune by
 	// rune); "" or blank: no search. It is matched as given: trim it first.
@@ -52,6 +55,9 @@ func (q *AccountQuery) matcher() func(*account) bool {
 		preds = append(preds, func(a *account) bool {
 			return a.flags&bit != 0 && a.field(fRemoteCustomField) == want
 		})
+	}
+	if q.RegionTag != 0 {
+		preds = append(preds, func(a *account) bool { return a.region == q.RegionTag })
 	}
 	if strings.TrimSpace(q.QuickSearch) != "" {
 		needle := foldNeedle(q.QuickSearch)
@@ -211,7 +217,7 @@ func (s *state) accountsByLogin(provider int64, login string) []*account {
 	var out []*account
 	add := func(pi *provIndex) {
 		if id, ok := pi.logins[login]; ok {
-			if a := s.accounts[id]; a != nil {
+			if a := s.account(id); a != nil {
 				out = append(out, a)
 			}
 		}

@@ -1,6 +1,8 @@
 package readmodel
 
 import (
+	"slices"
+
 	"tvsm/domain"
 )
 
@@ -23,7 +25,7 @@ func (m *Model) AccountByLogin(provider int64, login string) (Account, bool) {
 	m.read(func(s *state) {
 		if pi := s.byProv[provider]; pi != nil {
 			if id, ok := pi.logins[login]; ok {
-				a = s.accounts[id]
+				a = s.account(id)
 			}
 		}
 	})
@@ -38,7 +40,7 @@ func (m *Model) AccountByLogin(provider int64, login string) (Account, bool) {
 // outlive the account.
 func (m *Model) AccountOwner(id int64) (provider int64, ok bool) {
 	m.read(func(s *state) {
-		if a := s.accounts[id]; a != nil {
+		if a := s.account(id); a != nil {
 			provider, ok = a.provider, true
 		} else if t, dead := s.deleted[id]; dead && t.provider != 0 {
 			provider, ok = t.provider, true
@@ -153,6 +155,24 @@ func (m *Model) Category(id int64) (domain.Category, bool) {
 		domain.Category.Exists, copyCategory)
 }
 
+// TariffTag returns the tariff tag with the given id, unless deleted.
+func (m *Model) TariffTag(id int64) (domain.TariffTag, bool) {
+	return getVersioned(m, func(s *state) map[int64]versioned[domain.TariffTag] { return s.tags }, id,
+		domain.TariffTag.Exists, copyTag)
+}
+
+// Region returns the region with the given id, unless deleted.
+func (m *Model) Region(id int64) (domain.Region, bool) {
+	return getVersioned(m, func(s *state) map[int64]versioned[domain.Region] { return s.regions }, id,
+		domain.Region.Exists, copyRegion)
+}
+
+// DeviceType returns the device type with the given id, unless deleted.
+func (m *Model) DeviceType(id int64) (domain.DeviceType, bool) {
+	return getVersioned(m, func(s *state) map[int64]versioned[domain.DeviceType] { return s.devTypes }, id,
+		domain.DeviceType.Exists, copyDeviceType)
+}
+
 // Admin returns the administrator with the given login, unless deleted:
 // its bcrypt PasswordHash and provider scope, for HTTP Basic
 // authentication.
@@ -177,13 +197,13 @@ func getVersioned[K comparable, T any](m *Model, table func(*state) map[K]versio
 // accountRecord returns the record of live account id, or nil.
 func (m *Model) accountRecord(id int64) *account {
 	var a *account
-	m.read(func(s *state) { a = s.accounts[id] })
+	m.read(func(s *state) { a = s.account(id) })
 	return a
 }
 
 // subRef finds subscription id.
 func (s *state) subRef(id int64) (subRef, bool) {
-	a := s.accounts[s.subs[id]]
+	a := s.account(s.subs[id])
 	if a == nil {
 		return subRef{}, false
 	}
@@ -197,7 +217,7 @@ func (s *state) subRef(id int64) (subRef, bool) {
 
 // devRef finds device id.
 func (s *state) devRef(id int64) (devRef, bool) {
-	a := s.accounts[s.devs[id]]
+	a := s.account(s.devs[id])
 	if a == nil {
 		return devRef{}, false
 	}
@@ -207,4 +227,39 @@ func (s *state) devRef(id int64) (devRef, bool) {
 		}
 	}
 	return devRef{}, false
+}
+
+// AccountsEver returns the ids of the accounts of provider (0: every
+// provider) within scope that exist or were deleted, ascending: what may
+// have existed at a past time.
+func (m *Model) AccountsEver(scope Scope, provider int64) []int64 {
+	p, ok := scope.narrow(provider)
+	if !ok {
+		return nil
+	}
+	var ids []int64
+	m.read(func(s *state) {
+		l := &s.all.accounts
+		if p != 0 {
+			pi := s.byProv[p]
+			if pi == nil {
+				l = nil
+			} else {
+				l = &pi.accounts
+			}
+		}
+		if l != nil {
+			ids = make([]int64, 0, l.Len()+len(s.deleted))
+			for id := range l.Walk(false, 0) {
+				ids = append(ids, id)
+			}
+		}
+		for id, t := range s.deleted {
+			if (p == 0 && scope.Allows(t.provider)) || t.provider == p {
+				ids = append(ids, id)
+			}
+		}
+	})
+	slices.Sort(ids)
+	return ids
 }

@@ -3,16 +3,24 @@ package readmodel
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"strings"
+
+	"tvsm/domain"
 )
 
 // SubscriptionSortFields are the fields ListSubscriptions can sort by.
 // An open-ended stop sorts after every date.
 var SubscriptionSortFields = []string{"id", "account", "tarif", "start", "stop"}
 
+// DeviceSubscriptionSortFields are the fields ListSubscriptions can sort
+// device subscriptions by.
+var DeviceSubscriptionSortFields = []string{"id", "device", "tarif", "start", "stop"}
+
 var subFields = map[string]func(a, b subRef) int{
 	"id":      bySubID,
 	"account": func(a, b subRef) int { return cmp.Compare(a.a.id, b.a.id) },
+	"device":  func(a, b subRef) int { return cmp.Compare(a.sub().device, b.sub().device) },
 	"tarif":   func(a, b subRef) int { return cmp.Compare(a.sub().tariff, b.sub().tariff) },
 	"start": func(a, b subRef) int {
 		x, y := a.sub(), b.sub()
@@ -54,6 +62,58 @@ type SubscriptionQuery struct {
 	Tariff int64
 	// Provider keeps the subscriptions of one provider's accounts (0: any).
 	Provider int64
+	// Devices selects the devices' own subscriptions (TVIP's device
+	// subscriptions) instead of the accounts' own.
+	Devices bool
+	// Device keeps the subscriptions of one device (0: any); it implies
+	// Devices.
+	Device int64
+	// QuickSearch keeps subscriptions whose id, account, tariff or device
+	// id is the number it holds, or whose account's login contains it,
+	// ignoring case.
+	QuickSearch string
+}
+
+// matcher returns the predicate of the query's filters other than
+// provider and account; nil when there are none.
+func (q *SubscriptionQuery) matcher() func(subRef) bool {
+	var preds []func(subRef) bool
+	if q.Tariff != 0 {
+		preds = append(preds, func(r subRef) bool { return r.sub().tariff == q.Tariff })
+	}
+	if q.Device != 0 {
+		preds = append(preds, func(r subRef) bool { return r.sub().device == q.Device })
+	}
+	if needle := strings.TrimSpace(q.QuickSearch); needle != "" {
+		n, numErr := strconv.ParseInt(needle, 10, 64)
+		folded := foldNeedle(needle)
+		preds = append(preds, func(r subRef) bool {
+			x := r.sub()
+			if numErr == nil && (x.id == n || r.a.id == n || x.tariff == n || x.device == n) {
+				return true
+			}
+			return containsFold(r.a.login(), folded)
+		})
+	}
+	return allOf(preds)
+}
+
+// allOf returns the conjunction of preds; nil when there are none.
+func allOf[E any](preds []func(E) bool) func(E) bool {
+	switch len(preds) {
+	case 0:
+		return nil
+	case 1:
+		return preds[0]
+	}
+	return func(e E) bool {
+		for _, p := range preds {
+			if !p(e) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // ListSubscriptions returns the subscriptions q selects, in q's order,
@@ -70,10 +130,8 @@ func (m *Model) ListSubscriptions(q SubscriptionQuery) (List[Subscription], erro
 	if !ok {
 		return emptyList[Subscription](), nil
 	}
-	var match func(subRef) bool
-	if q.Tariff != 0 {
-		match = func(r subRef) bool { return r.sub().tariff == q.Tariff }
-	}
+	devices := q.Devices || q.Device != 0
+	match := q.matcher()
 	// The matches are gathered under the read lock (resolving ids needs
 	// the maps) and sorted after it (the records are immutable).
 	var total int
@@ -81,18 +139,23 @@ func (m *Model) ListSubscriptions(q SubscriptionQuery) (List[Subscription], erro
 	done := false
 	m.read(func(s *state) {
 		if q.Account != 0 {
-			a := s.accounts[q.Account]
+			a := s.account(q.Account)
 			if a == nil || (provider != 0 && a.provider != provider) {
 				return
 			}
 			for i := range a.subs {
-				if r := (subRef{a, i}); match == nil || match(r) {
+				if r := (subRef{a, i}); (a.subs[i].device != 0) == devices && (match == nil || match(r)) {
 					found = append(found, r)
 				}
 			}
 			return
 		}
-		l := s.itemList(provider, func(x *lists) *idList[struct{}] { return &x.subs })
+		l := s.itemList(provider, func(x *lists) *idList[struct{}] {
+			if devices {
+				return &x.dsubs
+			}
+			return &x.subs
+		})
 		get := func(id int64, _ struct{}) (subRef, bool) { return s.subRef(id) }
 		if byID {
 			total, page = walkPage(l, desc, q.Page, get, match)
@@ -108,13 +171,15 @@ func (m *Model) ListSubscriptions(q SubscriptionQuery) (List[Subscription], erro
 }
 
 // DeviceSortFields are the fields ListDevices can sort by.
-var DeviceSortFields = []string{"id", "account", "unique_id", "created"}
+var DeviceSortFields = []string{"id", "account", "unique_id", "created", "last_online", "mac"}
 
 var devFields = map[string]func(a, b devRef) int{
-	"id":        byDevID,
-	"account":   func(a, b devRef) int { return cmp.Compare(a.a.id, b.a.id) },
-	"unique_id": func(a, b devRef) int { return strings.Compare(a.dev().uniqueID(), b.dev().uniqueID()) },
-	"created":   func(a, b devRef) int { return cmp.Compare(a.dev().created, b.dev().created) },
+	"id":          byDevID,
+	"account":     func(a, b devRef) int { return cmp.Compare(a.a.id, b.a.id) },
+	"unique_id":   func(a, b devRef) int { return strings.Compare(a.dev().uniqueID(), b.dev().uniqueID()) },
+	"created":     func(a, b devRef) int { return cmp.Compare(a.dev().created, b.dev().created) },
+	"last_online": func(a, b devRef) int { return cmp.Compare(a.dev().last, b.dev().last) },
+	"mac":         func(a, b devRef) int { return strings.Compare(a.dev().field(dMAC), b.dev().field(dMAC)) }, // bytes sort as the text does
 }
 
 // DeviceQuery selects bound devices. Zero-valued filters select
@@ -129,6 +194,58 @@ type DeviceQuery struct {
 	Provider int64
 	// UniqueID keeps the devices with exactly this unique id ("": any).
 	UniqueID string
+	// DeviceType keeps the devices of one device type (0: any).
+	DeviceType int64
+	// RemoteCustomField keeps devices whose remote_custom_field equals it
+	// exactly (null never matches).
+	RemoteCustomField *string
+	// MAC keeps the devices with this MAC address, in the stored form
+	// (domain.NormalizeMAC); "": any.
+	MAC string
+	// QuickSearch keeps devices whose unique id, MAC, address, comment,
+	// remote_custom_field or model contains it, ignoring case; a MAC in
+	// any notation finds its device.
+	QuickSearch string
+}
+
+// matcher returns the predicate of the query's filters.
+func (q *DeviceQuery) matcher(provider int64) func(devRef) bool {
+	preds := []func(devRef) bool{func(r devRef) bool {
+		return (provider == 0 || r.a.provider == provider) && (q.Account == 0 || r.a.id == q.Account)
+	}}
+	if q.UniqueID != "" {
+		preds = append(preds, func(r devRef) bool { return r.dev().uniqueID() == q.UniqueID })
+	}
+	if q.DeviceType != 0 {
+		preds = append(preds, func(r devRef) bool { return r.dev().deviceType == q.DeviceType })
+	}
+	if q.RemoteCustomField != nil {
+		want := *q.RemoteCustomField
+		preds = append(preds, func(r devRef) bool {
+			p := r.dev().fieldPtr(dRemoteCustomField)
+			return p != nil && *p == want
+		})
+	}
+	if q.MAC != "" {
+		preds = append(preds, func(r devRef) bool { return sameMAC(r.dev().field(dMAC), q.MAC) })
+	}
+	if needle := strings.TrimSpace(q.QuickSearch); needle != "" {
+		folded := foldNeedle(needle)
+		mac, macErr := domain.NormalizeMAC(needle)
+		preds = append(preds, func(r devRef) bool {
+			d := r.dev()
+			if macErr == nil && sameMAC(d.field(dMAC), mac) {
+				return true
+			}
+			for _, f := range [...]int{dUniqueID, dMAC, dAddress, dComment, dRemoteCustomField, dModel} {
+				if containsFold(d.value(f), folded) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	return allOf(preds)
 }
 
 // ListDevices returns the devices q selects, in q's order, with the number
@@ -144,11 +261,8 @@ func (m *Model) ListDevices(q DeviceQuery) (List[Device], error) {
 	if !ok {
 		return emptyList[Device](), nil
 	}
-	match := func(r devRef) bool {
-		return (provider == 0 || r.a.provider == provider) &&
-			(q.Account == 0 || r.a.id == q.Account) &&
-			(q.UniqueID == "" || r.dev().uniqueID() == q.UniqueID)
-	}
+	match := q.matcher(provider)
+	filtered := q.DeviceType != 0 || q.RemoteCustomField != nil || q.MAC != "" || strings.TrimSpace(q.QuickSearch) != ""
 	var total int
 	var page, found []devRef
 	done := false
@@ -161,7 +275,7 @@ func (m *Model) ListDevices(q DeviceQuery) (List[Device], error) {
 				}
 			}
 		case q.Account != 0:
-			if a := s.accounts[q.Account]; a != nil {
+			if a := s.account(q.Account); a != nil {
 				for i := range a.devs {
 					if r := (devRef{a, i}); match(r) {
 						found = append(found, r)
@@ -171,12 +285,16 @@ func (m *Model) ListDevices(q DeviceQuery) (List[Device], error) {
 		default:
 			l := s.itemList(provider, func(x *lists) *idList[struct{}] { return &x.devs })
 			get := func(id int64, _ struct{}) (devRef, bool) { return s.devRef(id) }
+			var only func(devRef) bool
+			if filtered {
+				only = match
+			}
 			if byID {
-				total, page = walkPage(l, desc, q.Page, get, nil)
+				total, page = walkPage(l, desc, q.Page, get, only)
 				done = true
 				return
 			}
-			found = collect(l, get, nil)
+			found = collect(l, get, only)
 		}
 	})
 	if !done {

@@ -69,10 +69,9 @@ type capture struct {
 	subs     int
 	devs     int
 	deleted  []snapTombstone
-	// drops and seen are the authorisation state: drops of providers,
-	// accounts and devices, and last connections, each by id.
+	// drops are the authorisation state: drops of providers, accounts and
+	// devices, each by id.
 	drops [3][]idValue
-	seen  []idValue
 	// perProvider counts the accounts of each provider, for the loader
 	// to size its login indexes.
 	perProvider []providerCount
@@ -93,7 +92,12 @@ func (m *Model) capture() *capture {
 			Tariffs:    entries(s.tariffs, copyTariff),
 			Channels:   entries(s.channels, copyChannel),
 			Categories: entries(s.categories, copyCategory),
+			TariffTags: entries(s.tags, copyTag),
+			Regions:    entries(s.regions, copyRegion),
+			DevTypes:   entries(s.devTypes, copyDeviceType),
 			Admins:     entries(s.admins, copyAdmin),
+			Networks:   entries(s.networks, copyNetworks),
+			Sends:      s.sends.capture(),
 		}
 		// In id order, so that loading appends to the id lists.
 		c.accounts = make([]*account, 0, s.all.accounts.Len())
@@ -111,12 +115,9 @@ func (m *Model) capture() *capture {
 		for i, m := range s.drops.all() {
 			c.drops[i] = idValues(m, func(v uint64) int64 { return int64(v) })
 		}
-		c.seen = idValues(s.seen, func(v int64) int64 { return v })
 	})
 	slices.SortFunc(c.deleted, func(a, b snapTombstone) int { return cmp.Compare(a.id, b.id) })
-	// Drops are few: sorted, for a stable payload. Last connections are
-	// one per device; sorting a million of them would double the time a
-	// snapshot takes, and the loader needs no order.
+	// Drops are few: sorted, for a stable payload.
 	for _, l := range c.drops {
 		slices.SortFunc(l, func(a, b idValue) int { return cmp.Compare(a.id, b.id) })
 	}
@@ -125,13 +126,24 @@ func (m *Model) capture() *capture {
 }
 
 // snapCatalog is the small entities, stored as JSON: they are few, and
-// JSON keeps their encoding in step with the domain types.
+// JSON keeps their encoding in step with the domain types. A field the
+// domain adds reads as its zero value from an older snapshot, so every new
+// field's zero value must mean what the entities had before it existed
+// (no tag, no region, an enabled channel); the same goes for a new kind of
+// entity, which an older snapshot lacks.
 type snapCatalog struct {
-	Providers  []snapEntry[int64, domain.Provider] `json:"providers"`
-	Tariffs    []snapEntry[int64, domain.Tariff]   `json:"tariffs"`
-	Channels   []snapEntry[int64, domain.Channel]  `json:"channels"`
-	Categories []snapEntry[int64, domain.Category] `json:"categories"`
-	Admins     []snapEntry[string, domain.Admin]   `json:"admins"`
+	Providers  []snapEntry[int64, domain.Provider]   `json:"providers"`
+	Tariffs    []snapEntry[int64, domain.Tariff]     `json:"tariffs"`
+	Channels   []snapEntry[int64, domain.Channel]    `json:"channels"`
+	Categories []snapEntry[int64, domain.Category]   `json:"categories"`
+	TariffTags []snapEntry[int64, domain.TariffTag]  `json:"tariff_tags"`
+	Regions    []snapEntry[int64, domain.Region]     `json:"regions"`
+	DevTypes   []snapEntry[int64, domain.DeviceType] `json:"device_types"`
+	Admins     []snapEntry[string, domain.Admin]     `json:"admins"`
+	// Networks are the providers' account networks, by provider.
+	Networks []snapEntry[int64, domain.AccountNetworks] `json:"networks"`
+	// Sends are the command send ids by scope (0: spanning providers).
+	Sends []snapSends `json:"sends"`
 }
 
 // snapEntry is one small entity with its key and revision.
@@ -167,6 +179,23 @@ func entries[K cmp.Ordered, T any](m map[K]versioned[T], copyOf func(T) T) []sna
 	}
 	slices.SortFunc(out, func(a, b snapEntry[K, T]) int { return cmp.Compare(a.Key, b.Key) })
 	return out
+}
+
+// restoreCatalog puts the small entities of a snapshot into s.
+func restoreCatalog(s *state, cat *snapCatalog) {
+	restore(s.providers, cat.Providers)
+	restore(s.tariffs, cat.Tariffs)
+	restore(s.channels, cat.Channels)
+	restore(s.categories, cat.Categories)
+	restore(s.tags, cat.TariffTags)
+	restore(s.regions, cat.Regions)
+	restore(s.devTypes, cat.DevTypes)
+	restore(s.admins, cat.Admins)
+	restore(s.networks, cat.Networks)
+	s.sends.restore(cat.Sends)
+	for p, n := range s.networks {
+		s.netTables[p] = tableOf(n.v)
+	}
 }
 
 // restore puts the entries back into a small-entity map.

@@ -20,20 +20,22 @@ import (
 //	counts: accounts, subscriptions, devices (uvarints; for pre-sizing)
 //	providers of the accounts: count | each provider (varint), its accounts (uvarint)
 //	accounts, in ascending id order, each:
-//	    id, provider, created (varint) | rev, flags (uvarint) | limit (varint) | data (string)
-//	    subscriptions: count | each id, tariff, start, start ns, stop, stop ns (varints)
-//	    devices: count | each id, created (varint) | uid length, model length (uvarint) | class (byte) | text (string)
+//	    id, provider, created, updated, region (varint) | rev, flags (uvarint) | limit (varint) | data (string)
+//	    subscriptions: count | each id, tariff, start, start ns, stop, stop ns, device, time shift (varints)
+//	    devices: count | each id, created, first, last, device type (varint) | class, flags (byte) | text (string)
 //	tombstones: count | each id (varint), rev (uvarint), provider (varint)
 //	authorisation drops of providers, accounts, devices: three times count | each id (varint), commit position (uvarint)
-//	last connections: count | each device id, unix seconds (varint)
 //	end: magic "END"
 //
 // Format 2 added the authorisation state; a format 1 snapshot was taken
 // without the command streams, so it cannot be completed from the log's
-// tail and is refused (the node replays the whole log).
+// tail and is refused (the node replays the whole log). Format 3 added
+// the TVIP fields (updated, region ids, device subscriptions, the
+// provider's device fields, device logins) and the account networks; a
+// format 2 snapshot lacks what it did not keep, so it is refused too.
 const (
 	snapMagic    = "TVSMRM"
-	snapFormat   = 2
+	snapFormat   = 3
 	snapEnd      = "END"
 	flushAt      = 64 << 10
 	maxSnapText  = 1 << 24 // no string in a snapshot is longer
@@ -82,11 +84,6 @@ func (c *capture) encode(w io.Writer) error {
 			e.uvarint(uint64(x.v))
 		}
 	}
-	e.uvarint(uint64(len(c.seen)))
-	for _, x := range c.seen {
-		e.varint(x.id)
-		e.varint(x.v)
-	}
 	e.raw(snapEnd)
 	return e.flush()
 }
@@ -106,7 +103,9 @@ func (e *encoder) str(s string)     { e.uvarint(uint64(len(s))); e.buf = append(
 func (e *encoder) account(a *account) {
 	e.varint(a.id)
 	e.varint(a.provider)
-	e.varint(a.created)
+	e.varint(a.created.Unix())
+	e.varint(a.updated.Unix())
+	e.varint(a.region)
 	e.uvarint(a.rev)
 	e.uvarint(uint64(a.flags))
 	e.varint(int64(a.limit))
@@ -119,15 +118,18 @@ func (e *encoder) account(a *account) {
 		e.varint(int64(s.startNs))
 		e.varint(s.stop)
 		e.varint(int64(s.stopNs))
+		e.varint(s.device)
+		e.varint(int64(s.timeShift))
 	}
 	e.uvarint(uint64(len(a.devs)))
 	for i := range a.devs {
 		d := &a.devs[i]
 		e.varint(d.id)
-		e.varint(d.created)
-		e.uvarint(uint64(d.uidLen))
-		e.uvarint(uint64(d.modelLen))
-		e.buf = append(e.buf, d.class)
+		e.varint(d.created.Unix())
+		e.varint(d.first.Unix())
+		e.varint(d.last.Unix())
+		e.varint(d.deviceType)
+		e.buf = append(e.buf, d.class, d.flags)
 		e.str(d.text)
 	}
 }
@@ -166,7 +168,7 @@ func decodeState(r io.Reader) (*state, error) {
 		}
 	}
 	nAcc, nSubs, nDevs := d.count(), d.count(), d.count()
-	s := newStateSized(sizeHint(nAcc), sizeHint(nSubs), sizeHint(nDevs))
+	s := newStateSized(sizeHint(nSubs), sizeHint(nDevs))
 	for n := d.count(); n > 0 && d.err == nil; n-- {
 		p, accounts := d.varint(), d.count()
 		if d.err == nil {
@@ -176,11 +178,7 @@ func decodeState(r io.Reader) (*state, error) {
 	if d.err != nil {
 		return nil, d.fail()
 	}
-	restore(s.providers, cat.Providers)
-	restore(s.tariffs, cat.Tariffs)
-	restore(s.channels, cat.Channels)
-	restore(s.categories, cat.Categories)
-	restore(s.admins, cat.Admins)
+	restoreCatalog(s, &cat)
 
 	// The indexers only read s.byProv, which is complete: an account of a
 	// provider not listed above is an error.
@@ -219,10 +217,6 @@ func decodeState(r io.Reader) (*state, error) {
 			id, pos := d.varint(), d.uvarint()
 			m[id] = pos
 		}
-	}
-	for n := d.count(); n > 0 && d.err == nil; n-- {
-		id, at := d.varint(), d.varint()
-		s.seen[id] = at
 	}
 	if end := d.fixed(len(snapEnd)); d.err == nil && end != snapEnd {
 		return nil, fmt.Errorf("%w: bad end marker %q", errSnapshotFormat, end)
@@ -391,13 +385,15 @@ func (d *decoder) account() *account {
 	a := &account{
 		id:       d.varint(),
 		provider: d.varint(),
-		created:  d.varint(),
+		created:  stampOf(d.varint()),
+		updated:  stampOf(d.varint()),
+		region:   d.varint(),
 		rev:      d.uvarint(),
 		flags:    uint16(d.uvarint()),
 		limit:    int32(d.varint()),
 		data:     d.str(),
 	}
-	if d.err == nil && !validData(a.data) {
+	if d.err == nil && !validPacked(a.data, numFields) {
 		d.err = fmt.Errorf("account %d: malformed text fields", a.id)
 	}
 	if n := d.items(); n > 0 && d.err == nil {
@@ -407,15 +403,17 @@ func (d *decoder) account() *account {
 				id: d.varint(), tariff: d.varint(),
 				start: d.varint(), startNs: int32(d.varint()),
 				stop: d.varint(), stopNs: int32(d.varint()),
+				device: d.varint(), timeShift: int32(d.varint()),
 			}
 		}
 	}
 	if n := d.items(); n > 0 && d.err == nil {
 		a.devs = make([]dev, n)
 		for i := range a.devs {
-			x := dev{id: d.varint(), created: d.varint(), uidLen: uint16(d.uvarint()), modelLen: uint16(d.uvarint()), class: d.byte()}
+			x := dev{id: d.varint(), created: stampOf(d.varint()), first: stampOf(d.varint()), last: stampOf(d.varint()), deviceType: d.varint(),
+				class: d.byte(), flags: d.byte()}
 			x.text = d.str()
-			if d.err == nil && (int(x.uidLen)+int(x.modelLen) > len(x.text) ||
+			if d.err == nil && (!validPacked(x.text, numDevFields) ||
 				(x.class != classUnknown && int(x.class) >= len(deviceClasses))) {
 				d.err = fmt.Errorf("account %d: malformed device %d", a.id, x.id)
 			}
@@ -428,10 +426,9 @@ func (d *decoder) account() *account {
 	return a
 }
 
-// validData reports whether s holds exactly numFields length-prefixed
-// fields.
-func validData(s string) bool {
-	for range numFields {
+// validPacked reports whether s holds exactly n length-prefixed fields.
+func validPacked(s string, n int) bool {
+	for range n {
 		n, w := uvarintString(s)
 		if w == 0 || w > binary.MaxVarintLen64 || s[w-1] >= 0x80 || n < 0 || n > len(s)-w {
 			return false

@@ -2,6 +2,7 @@ package readmodel
 
 import (
 	"slices"
+	"unsafe"
 
 	"tvsm/domain"
 	"tvsm/eventstore"
@@ -16,19 +17,26 @@ type state struct {
 	tariffs    map[int64]versioned[domain.Tariff]
 	channels   map[int64]versioned[domain.Channel]
 	categories map[int64]versioned[domain.Category]
+	tags       map[int64]versioned[domain.TariffTag]
+	regions    map[int64]versioned[domain.Region]
+	devTypes   map[int64]versioned[domain.DeviceType]
 	admins     map[string]versioned[domain.Admin]
+	networks   map[int64]versioned[domain.AccountNetworks] // by provider
+	netTables  map[int64]netTable                          // by provider
 
-	accounts map[int64]*account  // live accounts
-	deleted  map[int64]tombstone // deleted accounts
-	all      lists               // ids of every provider's items
-	byProv   map[int64]*provIndex
-	subs     map[int64]int64    // subscription id → account id
-	devs     map[int64]int64    // device id → account id
-	uids     map[string]int64   // device unique id → device id
-	uidDups  map[string][]int64 // more devices with a unique id in uids (normally none)
+	deleted map[int64]tombstone // deleted accounts
+	// all are the ids of every provider's items, the live accounts with
+	// their records among them: s.account looks one up. (A map from ids to
+	// records as well would cost 30 bytes an account.)
+	all     lists
+	byProv  map[int64]*provIndex
+	subs    map[int64]int64    // subscription id → account id
+	devs    map[int64]int64    // device id → account id
+	uids    map[string]int64   // device unique id → device id
+	uidDups map[string][]int64 // more devices with a unique id in uids (normally none)
 
-	drops drops           // authorisation drops by `update` commands
-	seen  map[int64]int64 // device id → unix seconds of its last connection
+	drops drops // authorisation drops by `update` commands
+	sends sends // the ids of every command send, by scope
 }
 
 // tombstone is what stays of a deleted account: its stream's revision, for
@@ -45,11 +53,20 @@ type versioned[T any] struct {
 	rev uint64
 }
 
-// lists are the live accounts (with their records), subscriptions and
-// devices, in ascending id order.
+// lists are the live accounts (with their records), subscriptions (the
+// accounts' own and the devices'), and devices, in ascending id order.
 type lists struct {
-	accounts   idList[*account]
-	subs, devs idList[struct{}]
+	accounts          idList[*account]
+	subs, dsubs, devs idList[struct{}]
+}
+
+// subList returns the list a subscription is in: the device subscriptions
+// or the accounts' own.
+func (l *lists) subList(x *sub) *idList[struct{}] {
+	if x.device != 0 {
+		return &l.dsubs
+	}
+	return &l.subs
 }
 
 // provIndex indexes one provider's accounts.
@@ -59,19 +76,23 @@ type provIndex struct {
 }
 
 func newState() *state {
-	return newStateSized(0, 0, 0)
+	return newStateSized(0, 0)
 }
 
 // newStateSized returns an empty state with room for the given numbers of
-// accounts, subscriptions and devices.
-func newStateSized(accounts, subs, devs int) *state {
+// subscriptions and devices.
+func newStateSized(subs, devs int) *state {
 	return &state{
 		providers:  make(map[int64]versioned[domain.Provider]),
 		tariffs:    make(map[int64]versioned[domain.Tariff]),
 		channels:   make(map[int64]versioned[domain.Channel]),
 		categories: make(map[int64]versioned[domain.Category]),
+		tags:       make(map[int64]versioned[domain.TariffTag]),
+		regions:    make(map[int64]versioned[domain.Region]),
+		devTypes:   make(map[int64]versioned[domain.DeviceType]),
 		admins:     make(map[string]versioned[domain.Admin]),
-		accounts:   make(map[int64]*account, accounts),
+		networks:   make(map[int64]versioned[domain.AccountNetworks]),
+		netTables:  make(map[int64]netTable),
 		deleted:    make(map[int64]tombstone),
 		byProv:     make(map[int64]*provIndex),
 		subs:       make(map[int64]int64, subs),
@@ -79,8 +100,14 @@ func newStateSized(accounts, subs, devs int) *state {
 		uids:       make(map[string]int64, devs),
 		uidDups:    make(map[string][]int64),
 		drops:      newDrops(),
-		seen:       make(map[int64]int64),
+		sends:      sends{byScope: make(map[int64]*idList[struct{}])},
 	}
+}
+
+// account returns the record of live account id, or nil.
+func (s *state) account(id int64) *account {
+	a, _ := s.all.accounts.Get(id)
+	return a
 }
 
 // prov returns provider p's index, creating it.
@@ -108,7 +135,6 @@ func (s *state) putAccount(old, rec *account) {
 // lists and the login index. It touches nothing indexItems does, so a
 // snapshot load runs the two halves in parallel.
 func (s *state) indexRecord(old, rec *account) {
-	s.accounts[rec.id] = rec
 	pi := s.prov(rec.provider)
 	s.all.accounts.Set(rec.id, rec)
 	pi.accounts.Set(rec.id, rec)
@@ -139,7 +165,6 @@ func (s *state) indexItems(old, rec *account) {
 
 // removeAccount drops a live account and everything indexed under it.
 func (s *state) removeAccount(old *account) {
-	delete(s.accounts, old.id)
 	pi := s.prov(old.provider)
 	s.all.accounts.Remove(old.id)
 	pi.accounts.Remove(old.id)
@@ -161,14 +186,14 @@ func (s *state) syncSubs(pi *provIndex, id int64, old, cur []sub) {
 		func(x *sub) {
 			if s.subs[x.id] == id {
 				delete(s.subs, x.id)
-				s.all.subs.Remove(x.id)
-				pi.subs.Remove(x.id)
+				s.all.subList(x).Remove(x.id)
+				pi.subList(x).Remove(x.id)
 			}
 		},
 		func(x *sub) {
 			s.subs[x.id] = id
-			s.all.subs.Insert(x.id)
-			pi.subs.Insert(x.id)
+			s.all.subList(x).Insert(x.id)
+			pi.subList(x).Insert(x.id)
 		})
 }
 
@@ -177,6 +202,16 @@ func (s *state) syncSubs(pi *provIndex, id int64, old, cur []sub) {
 func (s *state) syncDevs(pi *provIndex, id int64, old, cur []dev) {
 	if sameBacking(old, cur) {
 		return
+	}
+	// The unique id index's keys are parts of the devices' texts. A device
+	// whose text was rebuilt is re-keyed (assigning an equal string key
+	// replaces the stored one), so that its old text can be collected.
+	for i := range cur {
+		if j := slices.IndexFunc(old, func(o dev) bool { return o.id == cur[i].id }); j >= 0 && unsafe.StringData(old[j].text) != unsafe.StringData(cur[i].text) {
+			if uid := cur[i].uniqueID(); s.uids[uid] == cur[i].id {
+				s.uids[uid] = cur[i].id
+			}
+		}
 	}
 	diffIDs(old, cur, func(x *dev) int64 { return x.id },
 		func(x *dev) {

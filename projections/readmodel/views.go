@@ -22,11 +22,17 @@ type Account struct {
 	ContractInfo           *string
 	MainAddress            *string
 	AccountDesc            *string
-	RegionTag              *string
+	RegionTag              *int64 // a region's id
 	DevicesPerAccountLimit *int
 
 	// Created is when the account was created (UTC, whole seconds).
 	Created time.Time
+	// Updated is when the account, its subscriptions or devices last
+	// changed (UTC, whole seconds).
+	Updated time.Time
+	// LastOnline is the newest LastOnline of its devices; zero when none
+	// ever logged in or connected.
+	LastOnline time.Time
 	// Revision is the revision of the account stream's last event the view
 	// reflects: an ETag, or the expected revision of a conditional update.
 	Revision uint64
@@ -41,13 +47,19 @@ type Subscription struct {
 }
 
 // Device is a copy of a bound device with the account and provider it
-// belongs to.
+// belongs to, and what its logins and connections told.
 type Device struct {
 	domain.Device
 	Account  int64
 	Provider int64
 	// Created is when the device was bound (UTC, whole seconds).
 	Created time.Time
+	// FirstOnline and LastOnline are the times of its first and last login
+	// or connection (UTC, whole seconds); zero when it never did.
+	FirstOnline, LastOnline time.Time
+	// Address is the client address of its last login or connection;
+	// Firmware and OS what its last login reported. Nil when unknown.
+	Address, Firmware, OS *string
 }
 
 // accountView returns the view of a record.
@@ -56,17 +68,23 @@ func accountView(a *account) Account {
 		ID:                a.id,
 		Provider:          a.provider,
 		Login:             a.field(fLogin),
-		PinMD5:            a.field(fPinMD5),
+		PinMD5:            a.pin(),
 		Fullname:          a.field(fFullname),
 		Enabled:           a.enabled(),
 		RemoteCustomField: a.fieldPtr(fRemoteCustomField),
 		ContractInfo:      a.fieldPtr(fContractInfo),
 		MainAddress:       a.fieldPtr(fMainAddress),
 		AccountDesc:       a.fieldPtr(fAccountDesc),
-		RegionTag:         a.fieldPtr(fRegionTag),
-		Created:           time.Unix(a.created, 0).UTC(),
+		RegionTag:         a.regionTag(),
+		Created:           time.Unix(a.created.Unix(), 0).UTC(),
+		Updated:           time.Unix(a.updated.Unix(), 0).UTC(),
 		Revision:          a.rev,
 	}
+	var last stamp
+	for i := range a.devs {
+		last = max(last, a.devs[i].last)
+	}
+	v.LastOnline = unixOrZero(last)
 	if a.flags&flagLimit != 0 {
 		n := int(a.limit)
 		v.DevicesPerAccountLimit = &n
@@ -92,7 +110,17 @@ type devRef struct {
 
 func devView(r devRef) Device {
 	d := &r.a.devs[r.i]
-	return Device{Device: d.toDomain(), Account: r.a.id, Provider: r.a.provider, Created: time.Unix(d.created, 0).UTC()}
+	return Device{Device: d.toDomain(), Account: r.a.id, Provider: r.a.provider, Created: time.Unix(d.created.Unix(), 0).UTC(),
+		FirstOnline: unixOrZero(d.first), LastOnline: unixOrZero(d.last),
+		Address: d.fieldPtr(dAddress), Firmware: d.fieldPtr(dFirmware), OS: d.fieldPtr(dOS)}
+}
+
+// unixOrZero returns a stamp as a UTC time; 0 is the zero time.
+func unixOrZero(t stamp) time.Time {
+	if t == 0 {
+		return time.Time{}
+	}
+	return time.Unix(t.Unix(), 0).UTC()
 }
 
 // Copies of the small entities: the pointers and slices they carry are the
@@ -101,20 +129,26 @@ func devView(r devRef) Device {
 func copyProvider(p domain.Provider) domain.Provider {
 	p.DevicesPerAccountLimit = clonePtr(p.DevicesPerAccountLimit)
 	p.FreeTariff = clonePtr(p.FreeTariff)
+	p.RegionTag = clonePtr(p.RegionTag)
 	return p
 }
 
 func copyTariff(t domain.Tariff) domain.Tariff {
 	t.Channels = slices.Clone(t.Channels)
+	t.Tag = clonePtr(t.Tag)
 	return t
 }
 
 func copyChannel(c domain.Channel) domain.Channel {
 	c.Categories = slices.Clone(c.Categories)
+	c.TimeShiftDepth = clonePtr(c.TimeShiftDepth)
 	return c
 }
 
-func copyCategory(c domain.Category) domain.Category { return c }
+func copyCategory(c domain.Category) domain.Category       { return c }
+func copyTag(t domain.TariffTag) domain.TariffTag          { return t }
+func copyRegion(r domain.Region) domain.Region             { return r }
+func copyDeviceType(d domain.DeviceType) domain.DeviceType { return d }
 
 func copyAdmin(a domain.Admin) domain.Admin {
 	a.Provider = clonePtr(a.Provider)

@@ -140,34 +140,11 @@ func renderRows(t testing.TB, facts stats.FactStore, r stats.Range) string {
 // rows with their versions, device totals per day and account totals.
 func dump(t testing.TB, facts stats.FactStore, versions bool) string {
 	t.Helper()
-	ctx := context.Background()
-	all := stats.Range{From: day("2020-01-01"), To: day("2030-12-31")}
-	rows, err := stats.AllSubscriptionDays(ctx, facts, all)
+	subs, err := statstest.Dump(context.Background(), facts, stats.Range{From: day("2020-01-01"), To: day("2030-12-31")}, versions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	for _, r := range rows {
-		if !versions {
-			r.Version = 0
-		}
-		fmt.Fprintf(&b, "%+v\n", r)
-	}
-	for d := day("2026-02-25"); d <= day("2026-03-20"); d++ {
-		classes, err := facts.DeviceClassTotals(ctx, stats.Range{From: d, To: d})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "%v %+v\n", d, classes)
-	}
-	err = facts.AccountChannelTotals(ctx, all, func(r stats.AccountChannelTotal) error {
-		fmt.Fprintf(&b, "%+v\n", r)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return subs
 }
 
 func checkText(t testing.TB, what, got, want string) {

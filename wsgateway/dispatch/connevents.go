@@ -7,6 +7,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore/record"
+	"tvsm/internal/platform/supervise"
 	"tvsm/wsgateway"
 )
 
@@ -68,7 +69,9 @@ func (ce *connEvents) enqueue(e connEvent) {
 func (ce *connEvents) work(q <-chan connEvent) {
 	defer ce.wg.Done()
 	for e := range q {
-		ce.append(e)
+		if supervise.Do(ce.d.log, panicComponent, func() { ce.append(e) }) != nil {
+			ce.d.stats.connFailures.Add(1)
+		}
 	}
 }
 

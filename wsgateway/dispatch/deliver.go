@@ -43,15 +43,18 @@ func (d *Dispatcher) deliver(ctx context.Context, s *sendState, want map[int][]i
 
 // claim appends CommandsSent for want with the exact revision of s it
 // knows. On a conflict it reads the stream forward (other nodes' claims,
-// expiries), drops what is no longer due and tries again, at most
-// ClaimRetries times. It returns the devices this node won, per index.
+// expiries), drops what is no longer due and tries again. It gives up
+// after losing ClaimRetries times to appends it read, or ClaimRetries
+// times to appends it could not read yet. It returns the devices this node
+// won, per index.
 func (d *Dispatcher) claim(ctx context.Context, s *sendState, want map[int][]int64) (map[int][]int64, error) {
-	for attempt := 0; ; attempt++ {
+	lost, unseen := 0, 0
+	for {
 		want = d.stillDue(s, want)
 		if len(want) == 0 {
 			return nil, nil
 		}
-		if attempt == d.opts.ClaimRetries {
+		if lost == d.opts.ClaimRetries || unseen == d.opts.ClaimRetries {
 			return nil, errConflicts
 		}
 		events, err := d.claimEvents(s, want)
@@ -62,8 +65,9 @@ func (d *Dispatcher) claim(ctx context.Context, s *sendState, want map[int][]int
 		if err == nil {
 			d.stats.claims.Add(1)
 			for idx, devices := range want {
-				d.state.claim(s, idx, devices)
+				d.state.claim(s, idx, devices, s.items[idx].late())
 			}
+			roundsRecorded(s, want)
 			d.state.setRev(s, res.NextExpected)
 			return want, nil
 		}
@@ -71,33 +75,58 @@ func (d *Dispatcher) claim(ctx context.Context, s *sendState, want map[int][]int
 			return nil, err
 		}
 		d.stats.conflicts.Add(1)
+		rev := s.rev
 		landed, err := d.readForward(ctx, s, events.Data())
 		if err != nil {
 			return nil, err
 		}
 		if landed { // an earlier try of this very append had landed after all
+			roundsRecorded(s, want)
 			return want, nil
+		}
+		if s.rev != rev {
+			lost++ // to another node's claim, now read: try again at once
+			continue
+		}
+		// The append that won is not readable yet (a server may refuse an
+		// append for one it has not made durable): trying again at once
+		// would lose again, so pause, jittered and growing.
+		unseen++
+		if err := d.recorder().Policy.Pause(ctx, unseen); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// roundsRecorded notes that the rounds of want are recorded: their markers are
+// no longer needed.
+func roundsRecorded(s *sendState, want map[int][]int64) {
+	for idx := range want {
+		if it := s.items[idx]; it != nil {
+			it.marker = false
 		}
 	}
 }
 
 // stillDue drops from want the devices already claimed and the commands no
-// longer deliverable (forgotten, or past their ttl).
+// longer deliverable (forgotten, past their ttl or their late window). A
+// command whose round must be recorded (item.marker) stays, without
+// devices if need be, unless another node recorded its round meanwhile.
 func (d *Dispatcher) stillDue(s *sendState, want map[int][]int64) map[int][]int64 {
 	now := d.clock.Now()
 	out := make(map[int][]int64, len(want))
 	for idx, devices := range want {
 		it := s.items[idx]
-		if it == nil || (it.hasTTL() && !now.Before(it.ttl)) {
+		if it == nil || (it.hasTTL() && !now.Before(it.ttl)) || (it.late() && !now.Before(it.lateUntil)) {
 			continue
 		}
-		var keep []int64
+		keep := []int64{}
 		for _, dev := range devices {
 			if _, done := it.claimed[dev]; !done {
 				keep = append(keep, dev)
 			}
 		}
-		if len(keep) > 0 {
+		if len(keep) > 0 || (it.marker && (it.late() || !it.ran)) {
 			slices.Sort(keep)
 			out[idx] = slices.Compact(keep)
 		}
@@ -112,8 +141,12 @@ func (d *Dispatcher) stillDue(s *sendState, want map[int][]int64) map[int][]int6
 func (d *Dispatcher) claimEvents(s *sendState, want map[int][]int64) (record.Batch, error) {
 	var events []domain.Event
 	for _, idx := range slices.Sorted(maps.Keys(want)) {
+		late := s.items[idx].late()
+		if len(want[idx]) == 0 { // a round that reached no device, recorded
+			events = append(events, domain.CommandsSent{SendID: s.id, Index: idx, Devices: []int64{}, Node: d.opts.Node, Late: late})
+		}
 		for chunk := range slices.Chunk(want[idx], d.opts.ClaimChunk) {
-			events = append(events, domain.CommandsSent{SendID: s.id, Index: idx, Devices: chunk, Node: d.opts.Node})
+			events = append(events, domain.CommandsSent{SendID: s.id, Index: idx, Devices: chunk, Node: d.opts.Node, Late: late})
 		}
 	}
 	b, err := d.recorder().Encode(events, d.systemMeta(), record.IDs{}) // named from their encoding below
@@ -158,17 +191,17 @@ func (d *Dispatcher) write(send int64, items map[int]*item, won map[int][]int64)
 	}
 }
 
-// expire appends CommandExpired for items (whose ttl has passed) and forgets
-// them. Each expiry has one fixed event id, so nodes racing to expire the
-// same command store it once.
-func (d *Dispatcher) expire(ctx context.Context, s *sendState, items []*item) {
+// expire appends CommandExpired for items, for reason (empty: their ttl
+// passed), and forgets them. Each expiry has one fixed event id, so nodes
+// racing to expire the same command store it once.
+func (d *Dispatcher) expire(ctx context.Context, s *sendState, items []*item, reason string) {
 	for attempt := 0; attempt <= d.opts.ClaimRetries; attempt++ {
 		var events []domain.Event
 		var idx []int
 		var ids []eventstore.EventID
 		for _, it := range items {
 			if s.items[it.index] == it {
-				events = append(events, domain.CommandExpired{SendID: s.id, Index: it.index})
+				events = append(events, domain.CommandExpired{SendID: s.id, Index: it.index, Reason: reason})
 				idx = append(idx, it.index)
 				ids = append(ids, record.Derived("expired|"+s.stream+"|"+strconv.Itoa(it.index)).ID(0))
 			}
@@ -193,8 +226,12 @@ func (d *Dispatcher) expire(ctx context.Context, s *sendState, items []*item) {
 		if !isConflict(err) {
 			break
 		}
+		rev := s.rev
 		if _, err := d.readForward(ctx, s, nil); err != nil {
 			break
+		}
+		if s.rev == rev && d.recorder().Policy.Pause(ctx, attempt+1) != nil {
+			break // the winning append is not readable yet: see claim
 		}
 	}
 	d.stats.expiryFailures.Add(1)

@@ -168,11 +168,15 @@ func TestNoTTLCommandHandledTooLateIsDropped(t *testing.T) {
 	dev := n.connect(t, 1, 10, 1)
 	e.issue(t, domain.RecipientDevices, []int64{1}, message("stale").at(t0.Add(time.Minute)))
 	// The node wakes up three minutes later (a suspended VM, a clock jump):
-	// more than the grace after the send time, so nothing is sent.
+	// more than the grace after the send time, so nothing is sent, and the
+	// expiry says why.
 	e.advance(t, 4*time.Minute)
 	dev.nothingMore(t)
 	if s := n.d.Stats(); s.LiveCommands != 0 || s.Deliveries != 0 {
 		t.Fatalf("stats %+v", s)
+	}
+	if reason := e.expiredFor(t, 1); reason != domain.ExpiredTooLate {
+		t.Fatalf("expired for %q, want %q", reason, domain.ExpiredTooLate)
 	}
 }
 

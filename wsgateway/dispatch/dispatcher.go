@@ -46,6 +46,9 @@ type Dispatcher struct {
 	// Owned by the loop goroutine (by New and Close while no loop runs).
 	state    *state
 	caughtUp atomic.Bool // set by the loop only
+	// liveSince is when this process caught up: commands due before it
+	// were due while this node did not run.
+	liveSince time.Time
 
 	inbox   chan loopMsg
 	pending pending
@@ -92,8 +95,12 @@ func New(opts Options) (*Dispatcher, error) {
 	return d, nil
 }
 
-// hubOptions installs the dispatcher's hooks in front of the caller's.
+// hubOptions installs the dispatcher's hooks in front of the caller's, and
+// its logger unless the caller has one.
 func (d *Dispatcher) hubOptions(o wsgateway.Options) wsgateway.Options {
+	if o.Logger == nil {
+		o.Logger = d.log
+	}
 	open, msg, closed := o.OnOpen, o.OnMessage, o.OnClose
 	o.OnOpen = func(c *wsgateway.Conn) {
 		d.OnOpen(c)
@@ -240,9 +247,19 @@ func (d *Dispatcher) onCaughtUp() {
 	d.send(context.Background(), loopMsg{caughtUp: true})
 }
 
+// Panicked reports whether applying command events panicked (recovered,
+// logged, counted) and no batch has been applied since: the dispatcher is
+// stuck, which readiness reports.
+func (d *Dispatcher) Panicked() bool { return d.runner.Stats().Panicked }
+
 // CaughtUp reports whether the dispatcher has read the log to its head
 // (once, since New): only then does it deliver.
 func (d *Dispatcher) CaughtUp() bool { return d.caughtUp.Load() }
+
+// Live reports whether the dispatcher follows the log at its head now: it
+// is false before the first catch-up and while its subscription is down (a
+// store that cannot be reached), until a resubscription has caught up.
+func (d *Dispatcher) Live() bool { return d.runner.Stats().Live }
 
 // WaitApplied waits until the dispatcher has applied the log up to pos (and
 // run the delivery rounds of the sends up to it), or ctx ends.
@@ -314,8 +331,16 @@ func (handler) Filter() eventstore.Filter {
 // (and its new sends' delivery rounds have run), so the runner's progress
 // never passes what the state holds.
 func (h handler) Apply(ctx context.Context, events iter.Seq[*projections.Event], _ projections.Mode) error {
-	done := make(chan struct{})
-	return h.d.sendAndWait(ctx, loopMsg{events: events, applied: done}, done)
+	done := make(chan error, 1)
+	if err := h.d.send(ctx, loopMsg{events: events, applied: done}); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // appendCtx bounds one store call.

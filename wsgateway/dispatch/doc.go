@@ -9,8 +9,15 @@
 //     with a ttl that has not passed.
 //   - At a command's send time it goes to the target devices connected then;
 //     with a ttl also to target devices that connect before the ttl; never
-//     after the ttl. Without a ttl a command handled more than Grace after
-//     its send time is dropped, so a restart never replays old commands.
+//     after the ttl. The send-time round of a command without ttl is
+//     recorded even when it reached no device, so a command handled on time
+//     is never delivered again after a restart.
+//   - A command without ttl whose send time passed while no node ran (no
+//     round recorded) goes, once a node has started, to the target devices
+//     connected within LateWindow of its start, then expires
+//     (ExpiredMissedSendTime); past LateLimit, or handled more than Grace
+//     late by a node that was running, it expires undelivered
+//     (ExpiredTooLate).
 //   - Before writing to any socket the node appends a CommandsSent claim
 //     with the exact revision of command-{send} it knows. Whoever appends
 //     first owns a device's delivery; a node that loses the race reads the

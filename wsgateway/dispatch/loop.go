@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tvsm/domain"
+	"tvsm/internal/platform/supervise"
 	"tvsm/projections"
 	"tvsm/wsgateway"
 )
@@ -17,7 +18,7 @@ import (
 // loopMsg is one request to the loop; exactly one field is set.
 type loopMsg struct {
 	events   iter.Seq[*projections.Event]
-	applied  chan struct{} // closed once events are applied
+	applied  chan error // receives nil once events are applied, or the panic
 	caughtUp bool
 	settled  chan struct{}     // closed once pending work is done
 	snapshot chan snapshotData // receives the encoded state
@@ -77,11 +78,32 @@ func (d *Dispatcher) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-d.pending.wake:
-			d.drainPending(ctx)
+			supervise.Do(d.log, panicComponent, func() { d.drainPending(ctx) })
 		case m := <-d.inbox:
-			d.handle(ctx, m)
+			if p := supervise.Do(d.log, panicComponent, func() { d.handle(ctx, m) }); p != nil {
+				release(m, p)
+			}
 		}
 		d.publishGauges()
+	}
+}
+
+// panicComponent names the dispatcher in panic logs and metrics.
+const panicComponent = "dispatcher"
+
+// release answers the waiter of a message whose handling panicked (a
+// panic is recovered, logged and counted, and the loop goes on): a batch
+// fails with the panic, so the runner resubscribes and applies it again
+// (state.apply passes over what it applied already); a settle returns; a
+// snapshot is not taken.
+func release(m loopMsg, p *supervise.Panic) {
+	switch {
+	case m.applied != nil:
+		m.applied <- p
+	case m.settled != nil:
+		close(m.settled)
+	case m.snapshot != nil:
+		close(m.snapshot)
 	}
 }
 
@@ -90,12 +112,13 @@ func (d *Dispatcher) handle(ctx context.Context, m loopMsg) {
 	switch {
 	case m.applied != nil:
 		d.applyBatch(ctx, m.events)
-		close(m.applied)
+		m.applied <- nil
 	case m.caughtUp:
 		if !d.caughtUp.Load() {
 			// Set before the rounds below look at the hub: an OnOpen that
 			// still saw it unset registered its connection before, so a
 			// round sees that connection.
+			d.liveSince = d.clock.Now()
 			d.caughtUp.Store(true)
 			d.log.Info("caught up", "live_sends", len(d.state.sends), "live_commands", d.state.items)
 			for _, id := range slices.Sorted(maps.Keys(d.state.sends)) {
@@ -151,47 +174,109 @@ func (d *Dispatcher) drainPending(ctx context.Context) {
 }
 
 // evaluate does what is due for send id now: expire commands whose ttl has
-// passed, drop commands without ttl that are too late, run the send-time
-// round of commands whose time has come, and set timers for the rest.
+// passed, run the send-time round of commands whose time has come, run or
+// end the late delivery of commands without ttl whose send time passed
+// while no node ran, expire those too late for either, and set timers for
+// the rest.
 func (d *Dispatcher) evaluate(ctx context.Context, id int64) {
 	s := d.state.sends[id]
 	if s == nil {
 		return
 	}
 	now := d.clock.Now()
-	var expire, start []*item
+	expire := make(map[string][]*item) // by reason
+	var start, late []*item
 	for _, it := range s.items {
 		switch {
 		case it == nil:
 		case it.hasTTL() && !now.Before(it.ttl):
-			expire = append(expire, it)
+			expire[""] = append(expire[""], it)
 		case now.Before(it.start):
 			d.timers.At(timerKey("start", id, it.index), it.start, d.dueFunc(id))
-		case !it.hasTTL() && now.Sub(it.start) > d.opts.Grace:
-			d.log.Warn("command not delivered: handled too late after its send time", "send", id, "index", it.index, "send_time", it.start)
-			d.state.forget(s, it.index)
-		case !it.started:
-			start = append(start, it)
+		case it.hasTTL():
+			if !it.started {
+				start = append(start, it)
+			}
+		default:
+			switch step := d.noTTLStep(it, now); step {
+			case stepForget:
+				d.state.forget(s, it.index)
+			case stepStart:
+				start = append(start, it)
+			case stepLate:
+				late = append(late, it)
+			case stepWait:
+				d.timers.At(timerKey("late", id, it.index), it.lateUntil, d.dueFunc(id))
+			case domain.ExpiredTooLate:
+				d.log.Warn("command not delivered: no node handled it in time", "send", id, "index", it.index, "send_time", it.start)
+				expire[step] = append(expire[step], it)
+			default:
+				expire[step] = append(expire[step], it)
+			}
 		}
 		if it != nil && it.hasTTL() && now.Before(it.ttl) {
 			d.timers.At(timerKey("ttl", id, it.index), it.ttl, d.dueFunc(id))
 		}
 	}
-	if len(expire) > 0 {
-		d.expire(ctx, s, expire)
+	for _, reason := range slices.Sorted(maps.Keys(expire)) {
+		d.expire(ctx, s, expire[reason], reason)
 	}
 	if len(start) > 0 {
 		d.startRound(ctx, s, start)
 	}
+	if len(late) > 0 {
+		d.lateRound(ctx, s, late)
+	}
+}
+
+// What evaluate does with a command without ttl at or past its send time:
+// one of these steps, or expire it for a reason (domain.Expired*).
+const (
+	stepNone   = ""
+	stepForget = "forget"
+	stepStart  = "start"
+	stepLate   = "late"
+	stepWait   = "wait"
+)
+
+// noTTLStep decides on a command without ttl at or past its send time.
+// On time (this node ran at its send time, within the grace), the
+// send-time round runs. A command some node handled on time is forgotten
+// by a node that cannot run its round on time itself. One nobody handled:
+// when this node was not running at the send time, the late delivery
+// (within LateLimit of the send time); else, or past LateLimit, expired.
+func (d *Dispatcher) noTTLStep(it *item, now time.Time) string {
+	missed := it.start.Before(d.liveSince) // due before this node ran
+	onTime := !missed && now.Sub(it.start) <= d.opts.Grace
+	switch {
+	case onTime && it.started:
+		return stepNone
+	case onTime:
+		return stepStart
+	case it.ran:
+		return stepForget
+	case !missed || d.liveSince.Sub(it.start) > d.opts.LateLimit:
+		return domain.ExpiredTooLate
+	case !it.late():
+		return stepLate
+	case now.Before(it.lateUntil):
+		return stepWait
+	}
+	return domain.ExpiredMissedSendTime
 }
 
 // startRound delivers items at their send time: with a ttl to every target
 // device connected now, without one to those connected at the send time.
-// Commands without ttl are done afterwards; a failed round is retried.
+// Commands without ttl are done afterwards, and their round is recorded
+// even when it reached no device; a failed round is retried.
 func (d *Dispatcher) startRound(ctx context.Context, s *sendState, items []*item) {
 	conns := d.targetConns(s)
 	want := make(map[int][]int64)
 	for _, it := range items {
+		if !it.hasTTL() && !it.ran {
+			it.marker = true
+			want[it.index] = []int64{}
+		}
 		for _, c := range conns {
 			if _, done := it.claimed[c.DeviceID()]; done {
 				continue
@@ -211,6 +296,41 @@ func (d *Dispatcher) startRound(ctx context.Context, s *sendState, items []*item
 		if !it.hasTTL() {
 			d.state.forget(s, it.index)
 		}
+	}
+}
+
+// lateRound opens the late delivery of items, commands without ttl whose
+// send time passed while no node ran: they go to the target devices
+// connected now and to those connecting until LateWindow after this node
+// caught up; the start of the window is recorded (a CommandsSent marked
+// Late, with or without devices) so that the receipts show it is under
+// way.
+func (d *Dispatcher) lateRound(ctx context.Context, s *sendState, items []*item) {
+	until := d.liveSince.Add(d.opts.LateWindow)
+	conns := d.targetConns(s)
+	want := make(map[int][]int64)
+	for _, it := range items {
+		d.log.Info("command due while no node ran: delivering it late", "send", s.id, "index", it.index,
+			"send_time", it.start, "until", until)
+		it.lateUntil, it.marker = until, true
+		want[it.index] = []int64{}
+		for _, c := range conns {
+			if _, done := it.claimed[c.DeviceID()]; !done {
+				want[it.index] = append(want[it.index], c.DeviceID())
+			}
+		}
+	}
+	err := d.deliver(ctx, s, want)
+	for _, it := range items {
+		if err != nil {
+			it.lateUntil = time.Time{} // opened again by the retry
+			continue
+		}
+		it.started = true
+		d.timers.At(timerKey("late", s.id, it.index), until, d.dueFunc(s.id))
+	}
+	if err != nil {
+		d.retryLater(s.id)
 	}
 }
 

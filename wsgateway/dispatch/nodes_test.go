@@ -1,12 +1,18 @@
 package dispatch_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"tvsm/domain"
+	"tvsm/eventstore"
+	"tvsm/eventstore/memory"
 	"tvsm/wsgateway"
 	"tvsm/wsgateway/dispatch"
 )
@@ -213,4 +219,68 @@ func TestReceiptsAcceptedByAnotherNode(t *testing.T) {
 		s := b.d.Stats()
 		return s.Acks == 1 && s.Confirms == 1 && s.ReceiptsRejected == 1
 	}, "node b to count 1 ack, 1 confirm and 1 rejected receipt")
+}
+
+// TestClaimLostToAnUnreadableAppendPausesAndWins: a server may refuse an
+// append because of another one it has not made readable yet (the
+// EventStoreDB double decides appends before their fsync). A node whose
+// claim lost that way reads nothing new; it must pause and claim again,
+// not spend its retries at once and leave its devices to the next round a
+// second later (the test's clock never moves, so that round never comes).
+func TestClaimLostToAnUnreadableAppendPausesAndWins(t *testing.T) {
+	store := memory.New()
+	t.Cleanup(func() { store.Close() })
+	e := newEnvOn(&lateReads{Store: store, lag: 30 * time.Millisecond, fresh: map[string][]freshAppend{}})
+	a := e.startNode(t, "a", t.TempDir(), wsgateway.Options{})
+	b := e.startNode(t, "b", t.TempDir(), wsgateway.Options{})
+	for i := range 5 {
+		onA, onB := a.connect(t, int64(10*i+1), 10, 1), b.connect(t, int64(10*i+2), 20, 1)
+		send := e.issue(t, domain.RecipientDevices, []int64{onA.id, onB.id}, message("both").until(t0.Add(time.Hour)))
+		for _, dev := range []*device{onA, onB} {
+			if m := dev.next(t); m.ID != domain.DeliveryID(send, 0, dev.id) {
+				t.Fatalf("send %d, device %d: got %+v", send, dev.id, m)
+			}
+		}
+		onA.hangUp(t)
+		onB.hangUp(t)
+	}
+	if f := a.d.Stats().ClaimFailures + b.d.Stats().ClaimFailures; f != 0 {
+		t.Fatalf("%d delivery rounds given up", f)
+	}
+}
+
+// lateReads hides the events of command streams from ReadStream for lag
+// after their append (subscriptions see them at once).
+type lateReads struct {
+	eventstore.Store
+	lag   time.Duration
+	mu    sync.Mutex
+	fresh map[string][]freshAppend
+}
+
+type freshAppend struct {
+	first uint64 // revision of the append's first event
+	at    time.Time
+}
+
+func (l *lateReads) Append(ctx context.Context, stream string, expect eventstore.Revision, events ...eventstore.EventData) (eventstore.AppendResult, error) {
+	res, err := l.Store.Append(ctx, stream, expect, events...)
+	if err == nil && strings.HasPrefix(stream, "command-") {
+		l.mu.Lock()
+		l.fresh[stream] = append(l.fresh[stream], freshAppend{first: res.NextExpected + 1 - uint64(len(events)), at: time.Now()})
+		l.mu.Unlock()
+	}
+	return res, err
+}
+
+func (l *lateReads) ReadStream(ctx context.Context, stream string, from eventstore.Revision, max int) ([]eventstore.RecordedEvent, error) {
+	recs, err := l.Store.ReadStream(ctx, stream, from, max)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range l.fresh[stream] {
+		if time.Since(f.at) < l.lag {
+			recs = slices.DeleteFunc(recs, func(r eventstore.RecordedEvent) bool { return r.Revision >= f.first })
+		}
+	}
+	return recs, err
 }

@@ -16,6 +16,8 @@ import (
 // Defaults of Options.
 const (
 	DefaultGrace             = time.Minute
+	DefaultLateWindow        = time.Minute
+	DefaultLateLimit         = time.Hour
 	DefaultSnapshotSpec      = "@every 1m"
 	DefaultClaimRetries      = 8
 	DefaultClaimChunk        = 1000
@@ -52,15 +54,26 @@ type Options struct {
 	Logger *slog.Logger
 	// DataDir holds the snapshot of live commands (DataDir/dispatch.snapshot).
 	DataDir string
-	// Grace is how late after its send time a command without ttl may still
-	// be handled (default one minute); later it is dropped, not delivered.
+	// Grace is how late after its send time a node that was running then
+	// may still run the send-time round of a command without ttl (default
+	// one minute); later the command is expired (domain.ExpiredTooLate).
 	Grace time.Duration
+	// LateWindow and LateLimit rule commands without ttl whose send time
+	// passed while no node ran (none recorded their round): the first node
+	// to start within LateLimit after the send time (default one hour)
+	// delivers them to the target devices connected, and connecting within
+	// LateWindow of its start (default one minute), then expires them
+	// (domain.ExpiredMissedSendTime); later, they are expired undelivered
+	// (domain.ExpiredTooLate).
+	LateWindow, LateLimit time.Duration
 	// SnapshotSpec is the cron spec (UTC) of snapshots (default every
 	// minute); a snapshot is also written on Close.
 	SnapshotSpec string
 	// ClaimRetries bounds the claim attempts of one delivery round lost to
-	// other nodes' appends (default 8); the round is retried after
-	// RetryDelay.
+	// other nodes' appends (default 8), and separately those lost to
+	// appends not readable yet; then the round is retried after
+	// RetryDelay. With n nodes racing for one send, a node loses at most
+	// n-1 times per round.
 	ClaimRetries int
 	// ClaimChunk is the most devices one CommandsSent event lists (default
 	// 1000); a round's larger sets become several events of one append.
@@ -124,6 +137,8 @@ func (o Options) withDefaults() (Options, error) {
 		o.SnapshotSpec = DefaultSnapshotSpec
 	}
 	setDefault(&o.Grace, DefaultGrace)
+	setDefault(&o.LateWindow, DefaultLateWindow)
+	setDefault(&o.LateLimit, DefaultLateLimit)
 	setDefault(&o.ClaimRetries, DefaultClaimRetries)
 	setDefault(&o.ClaimChunk, DefaultClaimChunk)
 	setDefault(&o.RetryDelay, DefaultRetryDelay)

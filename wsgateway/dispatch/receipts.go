@@ -15,6 +15,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/eventstore/record"
+	"tvsm/internal/platform/supervise"
 	"tvsm/wsgateway"
 )
 
@@ -136,7 +137,9 @@ func (r *receipts) flush(batch []receipt) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			r.appendSend(send, xs)
+			if supervise.Do(r.d.log, panicComponent, func() { r.appendSend(send, xs) }) != nil {
+				r.d.stats.receiptFailures.Add(uint64(len(xs)))
+			}
 		}()
 	}
 	wg.Wait()

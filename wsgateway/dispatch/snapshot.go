@@ -41,6 +41,8 @@ type snapItem struct {
 	TTL     time.Time          `json:"ttl,omitzero"`
 	Object  json.RawMessage    `json:"object"`
 	Claimed []int64            `json:"claimed,omitempty"`
+	// Ran: some node recorded the command's send-time round (item.ran).
+	Ran bool `json:"ran,omitempty"`
 }
 
 // snapshotData is the encoded state and the log position it includes.
@@ -79,7 +81,7 @@ func (st *state) marshal(w io.Writer) error {
 			}
 			out.Items = append(out.Items, snapItem{
 				Index: it.index, Kind: it.kind, Type: it.msgType, Start: it.start, TTL: it.ttl,
-				Object: it.object, Claimed: slices.Sorted(maps.Keys(it.claimed)),
+				Object: it.object, Claimed: slices.Sorted(maps.Keys(it.claimed)), Ran: it.ran,
 			})
 		}
 		if err := enc.Encode(out); err != nil {
@@ -138,7 +140,7 @@ func (in snapSend) restore() (*sendState, error) {
 			return nil, fmt.Errorf("command %d twice", x.Index)
 		}
 		it := &item{index: x.Index, kind: x.Kind, msgType: x.Type, start: x.Start, ttl: x.TTL,
-			object: x.Object, claimed: make(map[int64]struct{}, len(x.Claimed))}
+			object: x.Object, claimed: make(map[int64]struct{}, len(x.Claimed)), ran: x.Ran}
 		for _, dev := range x.Claimed {
 			it.claimed[dev] = struct{}{}
 		}
@@ -180,8 +182,10 @@ func (d *Dispatcher) snapshotJob(ctx context.Context) func() {
 			return
 		}
 		select {
-		case sd := <-reply:
-			_ = d.writeSnapshot(sd)
+		case sd, ok := <-reply: // closed when encoding panicked
+			if ok {
+				_ = d.writeSnapshot(sd)
+			}
 		case <-ctx.Done():
 		}
 	}

@@ -33,13 +33,28 @@ type item struct {
 	ttl     time.Time // zero: none
 	object  json.RawMessage
 	claimed map[int64]struct{} // devices any node claimed
+	// ran: some node recorded its send-time round (a CommandsSent that is
+	// not Late, devices or none), so the command was handled on time.
+	ran bool
 	// started: the send-time round ran in this process (not persisted: a
 	// restarted node runs it again, and claims keep it harmless).
 	started bool
-	msg     *wsgateway.CommandMessage // built on first delivery
+	// lateUntil, when set, ends the late delivery of a command without ttl
+	// whose send time passed while no node ran: until then it goes to
+	// target devices that connect (not persisted: a restarted node opens a
+	// window of its own).
+	lateUntil time.Time
+	// marker: the round under way must record itself even when it claims
+	// no device (CommandsSent with no devices), so that other nodes, and
+	// the receipts, know the command was handled.
+	marker bool
+	msg    *wsgateway.CommandMessage // built on first delivery
 }
 
 func (it *item) hasTTL() bool { return !it.ttl.IsZero() }
+
+// late reports whether the item is in a late delivery window.
+func (it *item) late() bool { return !it.lateUntil.IsZero() }
 
 // confirmable reports whether the item's deliveries can be confirmed.
 func (it *item) confirmable() bool {
@@ -47,8 +62,12 @@ func (it *item) confirmable() bool {
 }
 
 // openAt reports whether the item may be delivered to a device connecting at
-// now: its send time has come and its ttl has not passed.
+// now: its send time has come and its ttl has not passed, or it is in its
+// late delivery window.
 func (it *item) openAt(now time.Time) bool {
+	if it.late() {
+		return now.Before(it.lateUntil)
+	}
 	return it.hasTTL() && !now.Before(it.start) && now.Before(it.ttl)
 }
 
@@ -90,10 +109,11 @@ type state struct {
 
 func newState() *state { return &state{sends: make(map[int64]*sendState)} }
 
-// newSend builds the live part of an issued send at now: commands without
-// ttl whose send time is more than grace ago are dead already. It returns
-// nil when nothing is live.
-func newSend(e domain.CommandsIssued, rev uint64, now time.Time, grace time.Duration) *sendState {
+// newSend builds the live part of an issued send at now: every command,
+// however old; a command handled on time is forgotten when its round's
+// claim is applied, and evaluate expires the others. It returns nil when
+// nothing is live.
+func newSend(e domain.CommandsIssued, rev uint64) *sendState {
 	s := &sendState{
 		id: e.SendID, stream: domain.CommandStream(e.SendID), rev: rev,
 		recipients: e.Recipients, ids: slices.Sorted(slices.Values(e.IDs)), issuedAt: e.IssuedAt,
@@ -104,9 +124,6 @@ func newSend(e domain.CommandsIssued, rev uint64, now time.Time, grace time.Dura
 		it := &item{
 			index: i, kind: c.Kind, msgType: c.MessageType, start: c.SendStart(e.IssuedAt),
 			ttl: c.TTL, object: c.Object, claimed: make(map[int64]struct{}),
-		}
-		if !it.hasTTL() && now.Sub(it.start) > grace {
-			continue
 		}
 		s.items[i] = it
 		s.live++
@@ -138,14 +155,17 @@ func (st *state) forget(s *sendState, index int) {
 	}
 }
 
-// claim records that devices were claimed for item index of s.
-func (st *state) claim(s *sendState, index int, devices []int64) {
+// claim records that devices were claimed for item index of s, by a late
+// delivery or by a send-time round.
+func (st *state) claim(s *sendState, index int, devices []int64, late bool) {
 	if index < 0 || index >= len(s.items) || s.items[index] == nil {
 		return
 	}
+	it := s.items[index]
 	for _, d := range devices {
-		s.items[index].claimed[d] = struct{}{}
+		it.claimed[d] = struct{}{}
 	}
+	it.ran = it.ran || !late
 	st.gen++
 }
 
@@ -199,7 +219,7 @@ func (st *state) apply(ev *projections.Event, now time.Time, grace time.Duration
 	}
 	if issued, ok := e.(domain.CommandsIssued); ok {
 		if s == nil && issued.SendID == id {
-			if s = newSend(issued, ev.Revision, now, grace); s != nil {
+			if s = newSend(issued, ev.Revision); s != nil {
 				st.add(s)
 				return applied{created: s}
 			}
@@ -212,10 +232,15 @@ func (st *state) apply(ev *projections.Event, now time.Time, grace time.Duration
 	st.setRev(s, ev.Revision)
 	switch e := e.(type) {
 	case domain.CommandsSent:
-		st.claim(s, e.Index, e.Devices)
+		st.claim(s, e.Index, e.Devices, e.Late)
 		if e.Index >= 0 && e.Index < len(s.items) && s.items[e.Index] != nil {
-			return applied{claim: &claimed{send: s.id, index: e.Index, devices: e.Devices, node: e.Node,
-				confirmable: s.items[e.Index].confirmable()}}
+			it := s.items[e.Index]
+			a := applied{claim: &claimed{send: s.id, index: e.Index, devices: e.Devices, node: e.Node,
+				confirmable: it.confirmable()}}
+			if !it.hasTTL() && it.ran && now.Sub(it.start) > grace {
+				st.forget(s, e.Index) // handled on time, and too late to run here
+			}
+			return a
 		}
 	case domain.CommandExpired:
 		st.forget(s, e.Index)

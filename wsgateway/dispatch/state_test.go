@@ -57,11 +57,12 @@ func TestApplyIsIdempotentAndKeepsOnlyLiveCommands(t *testing.T) {
 	reg := testRegistry()
 	evs := recorded(t, reg, 7,
 		issued(7, cmd(time.Time{}, time.Time{}), cmd(time.Time{}, now0.Add(time.Hour)), cmd(now0.Add(time.Hour), time.Time{})),
+		domain.CommandsSent{SendID: 7, Index: 0, Devices: []int64{}}, // its round, on time, reached no device
 		domain.CommandsSent{SendID: 7, Index: 1, Devices: []int64{1, 2}},
 		domain.CommandsSent{SendID: 7, Index: 2, Devices: []int64{3}},
 		domain.CommandExpired{SendID: 7, Index: 2},
 	)
-	later := now0.Add(2 * time.Minute) // command 0 (no ttl, sent at issue) is past the grace
+	later := now0.Add(2 * time.Minute) // command 0 (no ttl, sent at issue, handled) is past the grace
 	once := newState()
 	for ev := range projections.Decode(reg, evs) {
 		once.apply(ev, later, time.Minute)
@@ -77,7 +78,7 @@ func TestApplyIsIdempotentAndKeepsOnlyLiveCommands(t *testing.T) {
 		t.Fatalf("applying twice differs:\n%s\n%s", a, b)
 	}
 	s := once.sends[7]
-	if s == nil || s.live != 1 || s.items[0] != nil || s.items[2] != nil || s.rev != 3 || once.items != 1 {
+	if s == nil || s.live != 1 || s.items[0] != nil || s.items[2] != nil || s.rev != 4 || once.items != 1 {
 		t.Fatalf("state %+v", s)
 	}
 	if _, ok := s.items[1].claimed[2]; !ok || len(s.items[1].claimed) != 2 {
@@ -200,5 +201,48 @@ func TestApplySkipsOtherStreamsAndCountsUnknownTypesAsUndecodable(t *testing.T) 
 	}
 	if s := st.sends[7]; s == nil || s.rev != 1 || s.live != 1 || len(st.sends) != 1 {
 		t.Fatalf("state %+v", st.sends)
+	}
+}
+
+// A command without ttl stays live, however old, until a round handled it
+// on time (its claim, with devices or none) or the dispatcher expires it;
+// the claims of a late delivery do not count as handled on time. Whether
+// a round ran survives a snapshot.
+func TestCommandWithoutTTLLiveUntilItsRoundIsRecorded(t *testing.T) {
+	reg := testRegistry()
+	evs := recorded(t, reg, 8,
+		issued(8, cmd(time.Time{}, time.Time{}), cmd(time.Time{}, time.Time{})),
+		domain.CommandsSent{SendID: 8, Index: 1, Devices: []int64{5}, Late: true},
+	)
+	st := newState()
+	dayLater := now0.Add(24 * time.Hour)
+	for ev := range projections.Decode(reg, evs) {
+		st.apply(ev, dayLater, time.Minute)
+	}
+	s := st.sends[8]
+	if s == nil || s.live != 2 || s.items[1].ran || len(s.items[1].claimed) != 1 {
+		t.Fatalf("after a late claim: %+v", s)
+	}
+	onTime := recorded(t, reg, 8, issued(8), domain.CommandsSent{SendID: 8, Index: 0, Devices: []int64{}})[1]
+	onTime.Revision = 2
+	for ev := range projections.Decode(reg, []eventstore.RecordedEvent{onTime}) {
+		st.apply(ev, now0, time.Minute) // within the grace: still live, handled
+	}
+	if !s.items[0].ran || s.live != 2 {
+		t.Fatalf("after an on-time round within the grace: %+v", s.items[0])
+	}
+	back := newState()
+	if err := back.unmarshal(bytes.NewReader(snapshotOf(t, st))); err != nil {
+		t.Fatal(err)
+	}
+	if b := back.sends[8]; !b.items[0].ran || b.items[1].ran {
+		t.Fatalf("restored: ran %v and %v, want true and false", b.items[0].ran, b.items[1].ran)
+	}
+	onTime.Revision = 3
+	for ev := range projections.Decode(reg, []eventstore.RecordedEvent{onTime}) {
+		st.apply(ev, now0.Add(2*time.Minute), time.Minute) // past the grace: forgotten
+	}
+	if s.items[0] != nil || s.live != 1 {
+		t.Fatalf("after an on-time round seen past the grace: %+v", s)
 	}
 }

@@ -38,7 +38,8 @@ var (
 )
 
 // Failure returns the journal's word for err: timeout, unreachable,
-// response_too_large, redirect, canceled, bad_url or failed.
+// response_too_large, redirect, canceled, bad_url, request_too_large,
+// forbidden_address or failed.
 func Failure(err error) string {
 	for _, f := range []struct {
 		err  error
@@ -46,7 +47,7 @@ func Failure(err error) string {
 	}{
 		{ErrTimeout, "timeout"}, {ErrUnreachable, "unreachable"}, {ErrResponseTooLarge, "response_too_large"},
 		{ErrRedirect, "redirect"}, {ErrCanceled, "canceled"}, {ErrBadBillingURL, "bad_url"},
-		{ErrRequestTooLarge, "request_too_large"},
+		{ErrRequestTooLarge, "request_too_large"}, {ErrForbiddenAddress, "forbidden_address"},
 	} {
 		if errors.Is(err, f.err) {
 			return f.name
@@ -72,6 +73,9 @@ type Options struct {
 	// MaxConnsPerHost bounds the connections to one billing host
 	// (DefaultMaxConnsPerHost); calls beyond it wait, within Timeout.
 	MaxConnsPerHost int
+	// Addresses decides which addresses calls may connect to (Policy: by
+	// default none of the operator's own hosts and networks).
+	Addresses Policy
 }
 
 func (o Options) withDefaults() Options {
@@ -108,9 +112,12 @@ func NewClient(opts Options) (*Client, error) {
 	if err := ValidateHeaderPrefix(opts.HeaderPrefix); err != nil {
 		return nil, err
 	}
-	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second}
+	// The policy is checked on the address each connection goes to, after
+	// name resolution. So no outbound proxy either: its address would be
+	// checked instead of billing's.
+	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Control: opts.Addresses.control}
 	t := &http.Transport{
-		Proxy:                  http.ProxyFromEnvironment,
+		Proxy:                  nil,
 		DialContext:            dialer.DialContext,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           256,
@@ -171,12 +178,16 @@ type Response struct {
 
 // Endpoint returns the URL a call to path goes to: base with path appended
 // to its own path (a trailing slash of base dropped), the given query, and
-// no fragment. Credentials in base stay (the HTTP client sends them as
-// Basic authorisation).
+// no fragment. A base with user information (user:password@) is refused
+// (ErrUserInfo): the HTTP client would send it to billing as Basic
+// authorisation.
 func Endpoint(base, path, rawQuery string) (*url.URL, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
 		return nil, ErrBadBillingURL
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadBillingURL, ErrUserInfo)
 	}
 	out := *u
 	out.Path = strings.TrimRight(u.Path, "/") + path
@@ -269,6 +280,8 @@ func (c *Client) Do(ctx context.Context, r Request) (Response, error) {
 func classify(parent, call context.Context, err error) error {
 	var netErr net.Error
 	switch {
+	case errors.Is(err, ErrForbiddenAddress):
+		return err
 	case parent.Err() != nil:
 		return fmt.Errorf("%w: %v", ErrCanceled, err)
 	case errors.Is(call.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded),

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"tvsm/internal/platform/supervise"
 )
 
 // Call is one proxied call as the journal records it.
@@ -165,9 +167,7 @@ func (j *Journal) storeBatch(batch []Call) {
 			j.failed.Add(uint64(len(calls)))
 			continue
 		}
-		ctx, cancel := context.WithTimeout(j.ctx, j.opts.StoreTimeout)
-		err := j.sink.Save(ctx, account, calls)
-		cancel()
+		err := j.save(account, calls)
 		if err != nil {
 			j.failed.Add(uint64(len(calls)))
 			j.log.Warn("billing journal: calls not stored", "account", account, "calls", len(calls), "error", err)
@@ -175,4 +175,14 @@ func (j *Journal) storeBatch(batch []Call) {
 		}
 		j.stored.Add(uint64(len(calls)))
 	}
+}
+
+// save stores one account's calls. A panic of the sink is recovered,
+// logged with its stack and counted (supervise), and fails these calls
+// only: the journal goes on with the next ones.
+func (j *Journal) save(account int64, calls []Call) (err error) {
+	defer supervise.Recover(j.log, "billing-journal", func(p *supervise.Panic) { err = p })
+	ctx, cancel := context.WithTimeout(j.ctx, j.opts.StoreTimeout)
+	defer cancel()
+	return j.sink.Save(ctx, account, calls)
 }

@@ -13,6 +13,7 @@ import (
 	"tvsm/eventstore"
 	"tvsm/eventstore/memory"
 	"tvsm/internal/adapters/billing"
+	"tvsm/internal/platform/supervise"
 )
 
 // openStore returns an in-memory store and the registry: the journal's
@@ -126,5 +127,43 @@ func TestJournalNeverBlocks(t *testing.T) {
 	}
 	if err := j.Close(context.Background()); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// panickySink panics on the calls of one account and stores the others.
+type panickySink struct {
+	inner billing.Sink
+	bad   int64
+}
+
+func (s panickySink) Save(ctx context.Context, account int64, calls []billing.Call) error {
+	if account == s.bad {
+		panic("sink bug")
+	}
+	return s.inner.Save(ctx, account, calls)
+}
+
+// A panic while storing fails those calls only (counted as failed, logged,
+// counted as a panic); the journal stores the others and closes normally.
+func TestJournalSurvivesSinkPanic(t *testing.T) {
+	store, reg := openStore(t)
+	j := billing.NewJournal(panickySink{inner: billing.StoreSink{Store: store, Registry: reg}, bad: 13}, billing.JournalOptions{Logger: quiet()})
+	before := supervise.Counts()["billing-journal"]
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	for _, account := range []int64{13, 42, 13, 42} {
+		j.Record(billing.Call{At: at, Account: account, Provider: 7, Route: "cabinet", Method: http.MethodGet, Path: "/api/cabinet", Status: 200})
+	}
+	if err := j.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := j.Stats(); s.Stored != 2 || s.Failed != 2 {
+		t.Errorf("stats %+v, want 2 stored and 2 failed", s)
+	}
+	if got := supervise.Counts()["billing-journal"] - before; got < 1 {
+		t.Errorf("%d panics counted", got)
+	}
+	recs, err := store.ReadStream(context.Background(), domain.AccountStream(42), eventstore.Start, 0)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("account-42: %d events, %v", len(recs), err)
 	}
 }

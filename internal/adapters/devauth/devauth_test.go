@@ -136,6 +136,47 @@ func TestLoadKeySharedByNodes(t *testing.T) {
 	}
 }
 
+// A node whose append lost to another node's, which it cannot read yet
+// (a server that decides appends before they are readable), waits for
+// that key instead of failing its start.
+func TestLoadKeyWaitsForTheWinningKey(t *testing.T) {
+	store := openStore(t)
+	reg := registry()
+	ctx := context.Background()
+	winner, err := LoadKey(ctx, store, reg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lagging := &laggingReads{Store: store, misses: 4}
+	got, err := LoadKey(ctx, lagging, reg, t0)
+	if err != nil || !bytes.Equal(got, winner) {
+		t.Fatalf("LoadKey with lagging reads: %x, %v; want the winner's %x", got, err, winner)
+	}
+	if lagging.misses != 0 {
+		t.Fatalf("%d lagging reads left", lagging.misses)
+	}
+}
+
+// laggingReads answers the first misses reads of a stream as missing.
+type laggingReads struct {
+	*memory.Store
+	mu     sync.Mutex
+	misses int
+}
+
+func (l *laggingReads) ReadStream(ctx context.Context, stream string, from eventstore.Revision, max int) ([]eventstore.RecordedEvent, error) {
+	l.mu.Lock()
+	lag := l.misses > 0
+	if lag {
+		l.misses--
+	}
+	l.mu.Unlock()
+	if lag {
+		return nil, eventstore.ErrStreamNotFound
+	}
+	return l.Store.ReadStream(ctx, stream, from, max)
+}
+
 func TestLoadKeyRefusesUnusableEvent(t *testing.T) {
 	store := openStore(t)
 	reg := registry()

@@ -43,6 +43,11 @@ func RegisterEvents(r *domain.Registry) {
 // "no stream". When another node got there first (ErrWrongExpectedRevision)
 // its key is read back, so all nodes sign alike. reg must hold the event
 // (RegisterEvents).
+//
+// A server store may refuse the append because of the other node's append
+// before that append is readable (the EventStoreDB double decides appends
+// before their fsync and serves reads only from what is on disk), so the
+// read back is retried for up to keyVisibleWithin.
 func LoadKey(ctx context.Context, store eventstore.Store, reg *domain.Registry, now time.Time) ([]byte, error) {
 	key, err := readKey(ctx, store, reg)
 	if !errors.Is(err, eventstore.ErrStreamNotFound) {
@@ -57,9 +62,32 @@ func LoadKey(ctx context.Context, store eventstore.Store, reg *domain.Registry, 
 	case err == nil:
 		return key, nil
 	case errors.Is(err, eventstore.ErrWrongExpectedRevision):
-		return readKey(ctx, store, reg)
+		return readWinningKey(ctx, store, reg)
 	}
 	return nil, fmt.Errorf("devauth: store key: %w", err)
+}
+
+// keyVisibleWithin bounds how long LoadKey waits for another node's key to
+// become readable after its append won.
+const keyVisibleWithin = 5 * time.Second
+
+// readWinningKey reads the key another node's append stored, waiting
+// while the stream still reads as missing.
+func readWinningKey(ctx context.Context, store eventstore.Store, reg *domain.Registry) ([]byte, error) {
+	deadline := time.Now().Add(keyVisibleWithin)
+	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		key, err := readKey(ctx, store, reg)
+		if !errors.Is(err, eventstore.ErrStreamNotFound) || time.Now().After(deadline) {
+			return key, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("devauth: read key: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // appendKey appends key as the first event of KeyStream ("no stream").

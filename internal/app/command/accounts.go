@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"tvsm/domain"
+	"tvsm/eventstore"
 	"tvsm/internal/app"
 	"tvsm/internal/app/query"
 )
@@ -34,7 +35,7 @@ type AccountInput struct {
 	ContractInfo           domain.Optional[string]
 	MainAddress            domain.Optional[string]
 	AccountDesc            domain.Optional[string]
-	RegionTag              domain.Optional[string]
+	RegionTag              domain.Optional[int64]
 	DevicesPerAccountLimit domain.Optional[int64]
 }
 
@@ -83,6 +84,9 @@ func (h *Accounts) Create(ctx context.Context, c app.Caller, in AccountInput) (q
 	if _, ok := w.model.Provider(provider); !ok {
 		return query.AccountView{}, domain.NewValidationError("provider", problemUnknown)
 	}
+	if err := h.checkRegion(in.RegionTag, nil); err != nil {
+		return query.AccountView{}, err
+	}
 
 	id, err := w.x.NewID(ctx, "account")
 	if err != nil {
@@ -111,7 +115,7 @@ func (h *Accounts) createReserved(ctx context.Context, c app.Caller, cmd domain.
 	if handled {
 		return res, err
 	}
-	if err := h.reserveLogin(ctx, c, stream, owner); err != nil {
+	if err := h.reserveLogin(ctx, c, cmd.Provider, cmd.Login, owner); err != nil {
 		return app.Result[domain.Account]{}, err
 	}
 	res, err = app.Execute(ctx, h.w.x, owner, domain.AccountDecider(), domain.AccountCommand(cmd), meta)
@@ -124,8 +128,8 @@ func (h *Accounts) createReserved(ctx context.Context, c app.Caller, cmd domain.
 
 // reserveLogin makes owner the holder of a login, converting "taken" into
 // the validation error the API answers (400 naming login).
-func (h *Accounts) reserveLogin(ctx context.Context, c app.Caller, stream, owner string) error {
-	err := h.w.x.Reserve(ctx, stream, owner, c.Meta(), h.alive)
+func (h *Accounts) reserveLogin(ctx context.Context, c app.Caller, provider int64, login, owner string) error {
+	err := h.w.x.Reserve(ctx, app.LoginStream(provider, login), owner, c.Meta(), h.holds(provider, login))
 	if errors.Is(err, app.ErrTaken) {
 		return domain.NewValidationError("login", problemTaken)
 	}
@@ -144,15 +148,23 @@ func (h *Accounts) releaseLogin(ctx context.Context, c app.Caller, stream, owner
 	}
 }
 
-// alive is the app.IsAlive of login reservations: the owner "account-{id}"
-// exists and is not deleted. It reads the stream rather than the read
-// model, which may lag behind another node's writes.
-func (h *Accounts) alive(ctx context.Context, owner string) (bool, error) {
-	a, found, err := h.w.loadAccount(ctx, owner)
-	if err != nil || !found {
-		return false, err
+// holds is the app.IsAlive of the reservation of login in provider: its
+// owner "account-{id}" exists, is not deleted and has that login. A
+// reservation is left behind by a crash between two appends: before the
+// account is created (no account), after the account was deleted (deleted),
+// and on both sides of a login change, which reserves the new login, then
+// changes the account, then releases the old one (an account with another
+// login). Each is taken over once older than the grace period. It reads the
+// stream rather than the read model, which may lag behind another node's
+// writes.
+func (h *Accounts) holds(provider int64, login string) app.IsAlive {
+	return func(ctx context.Context, owner string) (bool, error) {
+		a, found, err := h.w.loadAccount(ctx, owner)
+		if err != nil || !found {
+			return false, err
+		}
+		return a.Exists() && a.Provider == provider && a.Login == login, nil
 	}
-	return a.Exists(), nil
 }
 
 // Update changes the fields of account id that in carries (POST with id, or
@@ -163,6 +175,9 @@ func (h *Accounts) Update(ctx context.Context, c app.Caller, id int64, in Accoun
 	w := h.w
 	cur, err := w.q.Accounts.Scoped(c, id)
 	if err != nil {
+		return query.AccountView{}, err
+	}
+	if err := h.checkRegion(in.RegionTag, cur.RegionTag); err != nil {
 		return query.AccountView{}, err
 	}
 	cmd := domain.UpdateAccount{
@@ -190,7 +205,7 @@ func (h *Accounts) Update(ctx context.Context, c app.Caller, id int64, in Accoun
 			}
 		}
 		loginStream, owner = app.LoginStream(cur.Provider, newLogin), domain.AccountStream(id)
-		if err := h.reserveLogin(ctx, c, loginStream, owner); err != nil {
+		if err := h.reserveLogin(ctx, c, cur.Provider, newLogin, owner); err != nil {
 			return query.AccountView{}, err
 		}
 	}
@@ -229,11 +244,49 @@ func (h *Accounts) Delete(ctx context.Context, c app.Caller, id int64) (query.Ac
 		return query.AccountView{}, err
 	}
 	h.releaseLogin(ctx, c, app.LoginStream(cur.Provider, login), owner)
-	if err := w.written(ctx, res.Position); err != nil {
+	pos := res.Position
+	if netPos := h.removeNetworks(ctx, c, cur.Provider, id); netPos.After(pos) {
+		pos = netPos
+	}
+	if err := w.written(ctx, pos); err != nil {
 		return query.AccountView{}, err
 	}
 	view.ServicesAvailable = false
 	return view, nil
+}
+
+// removeNetworks removes the account networks of a deleted account, best
+// effort: a network left behind (a crash in between) authorises no one,
+// since its account is gone, and an admin can delete it.
+//
+// It returns the position to wait for (zero when nothing was appended).
+func (h *Accounts) removeNetworks(ctx context.Context, c app.Caller, provider, account int64) eventstore.Position {
+	if _, _, ok := h.w.model.AccountNetworks(provider); !ok {
+		return eventstore.Position{} // the provider never had networks
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	cmd := domain.RemoveAccountNetworks{Provider: provider, Account: account}
+	res, err := app.Execute(rctx, h.w.x, cmd.Stream(), domain.NetworksDecider(), domain.NetworkCommand(cmd), c.Meta())
+	if err != nil {
+		h.w.log.Warn("removing a deleted account's networks failed", "account", account, "error", err)
+		return eventstore.Position{}
+	}
+	return res.Position
+}
+
+// checkRegion checks that a region_tag given names a region; the current
+// one (cur) passes unchecked, so a sync job re-sending a record whose
+// region was since deleted is not refused.
+func (h *Accounts) checkRegion(o domain.Optional[int64], cur *int64) error {
+	id, ok := o.Get()
+	if !ok || id <= 0 || cur != nil && *cur == id {
+		return nil
+	}
+	if _, found := h.w.model.Region(id); !found {
+		return domain.NewValidationError("region_tag", problemUnknown)
+	}
+	return nil
 }
 
 // intPtr converts a nullable integer of the wire into the domain's *int,

@@ -133,6 +133,49 @@ func TestCreateAccountTakesOverAnOrphanedReservation(t *testing.T) {
 	}
 }
 
+// A crash in the middle of a login change leaves a reservation whose owner
+// exists but has another login: the new login reserved before the account
+// changed, or the old one not yet released after. Either is taken over
+// once older than the grace period.
+func TestCreateAccountTakesOverALoginItsOwnerDoesNotHave(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	env := nodetest.StartWith(t, nodetest.Options{Clock: clock.Now})
+	cmds := env.Node.Commands
+	p := provider(t, env, "Acme")
+	id := create(t, cmds, root, accountInput(p, "old"))
+	meta := app.RequestMeta{Actor: domain.SystemActor(), RequestID: "crashed"}
+	// Crashed after reserving "next", before changing the account.
+	if err := env.Node.Executor.Reserve(context.Background(), app.LoginStream(p, "next"), domain.AccountStream(id), meta, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Changed the account to "new", crashed before releasing "old".
+	if err := env.Node.Executor.Reserve(context.Background(), app.LoginStream(p, "new"), domain.AccountStream(id), meta, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Execute(context.Background(), env.Node.Executor, domain.AccountStream(id), domain.AccountDecider(),
+		domain.AccountCommand(domain.UpdateAccount{ID: id, Login: domain.Some("new")}), meta); err != nil {
+		t.Fatal(err)
+	}
+	for _, login := range []string{"next", "old"} {
+		_, err := cmds.Accounts.Create(context.Background(), root, accountInput(p, login))
+		var v *domain.ValidationError
+		if !errors.As(err, &v) || v.Fields["login"] != "already taken" {
+			t.Fatalf("%s within the grace period: %v", login, err)
+		}
+	}
+	// The login the account has stays its own, however old.
+	clock.Advance(2 * time.Minute)
+	if _, err := cmds.Accounts.Create(context.Background(), root, accountInput(p, "new")); err == nil {
+		t.Fatal("the account's own login was taken over")
+	}
+	for _, login := range []string{"next", "old"} {
+		other := create(t, cmds, root, accountInput(p, login))
+		if h := holder(t, env, p, login); h != domain.AccountStream(other) {
+			t.Fatalf("%s held by %q after the grace period, want the new account", login, h)
+		}
+	}
+}
+
 func TestScopeChecks(t *testing.T) {
 	env := nodetest.Start(t)
 	cmds, qs := env.Node.Commands, env.Node.Queries

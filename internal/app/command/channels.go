@@ -8,16 +8,21 @@ import (
 )
 
 // Channels and categories are the operator's line-up: they belong to no
-// provider, and only superadmins change them.
+// provider, and only superadmins change them (categories are Named
+// handlers, in named.go).
 
 // ChannelFields are the fields of a channel create or partial update; a
-// null LogoURL, Description or Categories clears it.
+// null LogoURL, Description, Categories, TextName or TimeShiftDepth clears
+// it.
 type ChannelFields struct {
-	Name        domain.Optional[string]
-	Number      domain.Optional[int]
-	LogoURL     domain.Optional[string]
-	Description domain.Optional[string]
-	Categories  domain.Optional[[]int64]
+	Name           domain.Optional[string]
+	Number         domain.Optional[int]
+	LogoURL        domain.Optional[string]
+	Description    domain.Optional[string]
+	Categories     domain.Optional[[]int64]
+	TextName       domain.Optional[string]
+	Enabled        domain.Optional[bool]
+	TimeShiftDepth domain.Optional[int]
 }
 
 // Channels handles the commands on channels.
@@ -30,12 +35,15 @@ func (h *Channels) Create(ctx context.Context, c app.Caller, f ChannelFields) (d
 		return domain.Channel{}, err
 	}
 	cmd := domain.CreateChannel{
-		ID:          1, // placeholder for the dry run; the real id is taken after it
-		Name:        f.Name.Or(""),
-		Number:      f.Number.Or(0),
-		LogoURL:     f.LogoURL.Or(""),
-		Description: f.Description.Or(""),
-		Categories:  f.Categories.Or(nil),
+		ID:             1, // placeholder for the dry run; the real id is taken after it
+		Name:           f.Name.Or(""),
+		Number:         f.Number.Or(0),
+		LogoURL:        f.LogoURL.Or(""),
+		Description:    f.Description.Or(""),
+		Categories:     f.Categories.Or(nil),
+		TextName:       f.TextName.Or(""),
+		Enabled:        f.Enabled.Ptr(),
+		TimeShiftDepth: f.TimeShiftDepth.Ptr(),
 	}
 	var extra map[string]string
 	if missing := missingIDs(cmd.Categories, nil, w.categoryExists); len(missing) > 0 {
@@ -62,7 +70,8 @@ func (h *Channels) Update(ctx context.Context, c app.Caller, id int64, f Channel
 	if err := c.RequireSuperadmin(); err != nil {
 		return domain.Channel{}, err
 	}
-	cmd := domain.UpdateChannel{ID: id, Name: f.Name, Number: f.Number, LogoURL: f.LogoURL, Description: f.Description, Categories: f.Categories}
+	cmd := domain.UpdateChannel{ID: id, Name: f.Name, Number: f.Number, LogoURL: f.LogoURL, Description: f.Description,
+		Categories: f.Categories, TextName: f.TextName, Enabled: f.Enabled, TimeShiftDepth: f.TimeShiftDepth}
 	if v, ok := f.Categories.Get(); ok {
 		cur, known := w.model.Channel(id)
 		if missing := missingIDs(v, cur.Categories, w.categoryExists); len(missing) > 0 {
@@ -89,61 +98,6 @@ func (h *Channels) Delete(ctx context.Context, c app.Caller, id int64) (domain.C
 	res, err := execute(ctx, h.w, c, cmd.Stream(), domain.ChannelDecider(), domain.ChannelCommand(cmd))
 	if err != nil {
 		return domain.Channel{}, err
-	}
-	return res.State, nil
-}
-
-// CategoryFields are the fields of a category create or update.
-type CategoryFields struct {
-	Name domain.Optional[string]
-}
-
-// Categories handles the commands on channel categories.
-type Categories struct{ w *writer }
-
-// Create creates a category with a new id.
-func (h *Categories) Create(ctx context.Context, c app.Caller, f CategoryFields) (domain.Category, error) {
-	w := h.w
-	if err := c.RequireSuperadmin(); err != nil {
-		return domain.Category{}, err
-	}
-	cmd := domain.CreateCategory{ID: 1, Name: f.Name.Or("")} // placeholder id for the dry run
-	if err := dryRun(domain.CategoryDecider(), domain.CategoryCommand(cmd)); err != nil {
-		return domain.Category{}, err
-	}
-	id, err := w.x.NewID(ctx, "category")
-	if err != nil {
-		return domain.Category{}, err
-	}
-	cmd.ID = id
-	if _, err := execute(ctx, w, c, cmd.Stream(), domain.CategoryDecider(), domain.CategoryCommand(cmd)); err != nil {
-		return domain.Category{}, err
-	}
-	return w.q.Categories.Current(id)
-}
-
-// Update renames category id.
-func (h *Categories) Update(ctx context.Context, c app.Caller, id int64, f CategoryFields) (domain.Category, error) {
-	if err := c.RequireSuperadmin(); err != nil {
-		return domain.Category{}, err
-	}
-	cmd := domain.UpdateCategory{ID: id, Name: f.Name}
-	if _, err := execute(ctx, h.w, c, cmd.Stream(), domain.CategoryDecider(), domain.CategoryCommand(cmd)); err != nil {
-		return domain.Category{}, err
-	}
-	return h.w.q.Categories.Current(id)
-}
-
-// Delete deletes category id and returns it as it was. Channels keep its
-// id in their lists; readers skip categories that no longer exist.
-func (h *Categories) Delete(ctx context.Context, c app.Caller, id int64) (domain.Category, error) {
-	if err := c.RequireSuperadmin(); err != nil {
-		return domain.Category{}, err
-	}
-	cmd := domain.DeleteCategory{ID: id}
-	res, err := execute(ctx, h.w, c, cmd.Stream(), domain.CategoryDecider(), domain.CategoryCommand(cmd))
-	if err != nil {
-		return domain.Category{}, err
 	}
 	return res.State, nil
 }

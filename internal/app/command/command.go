@@ -51,19 +51,32 @@ type Config struct {
 	// DeviceTokens issues device tokens at login; device login fails
 	// without it.
 	DeviceTokens *devauth.Signer
+	// BillingURL, when set, checks a provider's billing url beyond its
+	// form (the billing proxy's address policy); its error is the field's
+	// problem.
+	BillingURL func(url string) error
+	// DefaultDeviceLimit is the device limit of an account when neither
+	// the account nor its provider sets devices_per_account_limit; nil
+	// means none.
+	DefaultDeviceLimit *int
 }
 
 // Commands are the command handlers, one per resource.
 type Commands struct {
-	Accounts      *Accounts
-	Subscriptions *Subscriptions
-	Devices       *Devices
-	Providers     *Providers
-	Tariffs       *Tariffs
-	Channels      *Channels
-	Categories    *Categories
-	Admins        *Admins
-	Sends         *Sends
+	Accounts            *Accounts
+	Subscriptions       *Subscriptions
+	DeviceSubscriptions *Subscriptions
+	Devices             *Devices
+	Networks            *Networks
+	Providers           *Providers
+	Tariffs             *Tariffs
+	TariffTags          *TariffTags
+	Channels            *Channels
+	Categories          *Categories
+	Regions             *Regions
+	DeviceTypes         *DeviceTypes
+	Admins              *Admins
+	Sends               *Sends
 }
 
 // New returns the command handlers over cfg.
@@ -83,16 +96,32 @@ func New(cfg Config) (*Commands, error) {
 	w := &writer{cfg: cfg, x: cfg.Executor, model: cfg.Model, q: cfg.Queries, log: cfg.Logger,
 		rec: cfg.Executor.Log()}
 	return &Commands{
-		Accounts:      &Accounts{w},
-		Subscriptions: &Subscriptions{w},
-		Devices:       &Devices{w},
-		Providers:     &Providers{w},
-		Tariffs:       &Tariffs{w},
-		Channels:      &Channels{w},
-		Categories:    &Categories{w},
-		Admins:        &Admins{w},
-		Sends:         &Sends{w},
+		Accounts:            &Accounts{w},
+		Subscriptions:       &Subscriptions{w: w},
+		DeviceSubscriptions: &Subscriptions{w: w, devices: true},
+		Devices:             &Devices{w},
+		Networks:            &Networks{w},
+		Providers:           &Providers{w},
+		Tariffs:             &Tariffs{w},
+		TariffTags:          &TariffTags{w},
+		Channels:            &Channels{w},
+		Categories:          newCategories(w),
+		Regions:             newRegions(w),
+		DeviceTypes:         newDeviceTypes(w),
+		Admins:              &Admins{w},
+		Sends:               &Sends{w},
 	}, nil
+}
+
+// providerDeviceLimit is the device limit of the accounts of provider that
+// set none themselves: the provider's devices_per_account_limit, else the
+// node's default (nil: unlimited). The account's own limit, when set, wins
+// over it (domain.Account.DeviceLimit).
+func (w *writer) providerDeviceLimit(provider int64) *int {
+	if p, ok := w.model.Provider(provider); ok && p.DevicesPerAccountLimit != nil {
+		return p.DevicesPerAccountLimit
+	}
+	return w.cfg.DefaultDeviceLimit
 }
 
 // writer is what every command handler shares.

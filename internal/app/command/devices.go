@@ -5,11 +5,15 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/record"
 	"tvsm/internal/adapters/devauth"
 	"tvsm/internal/app"
 	"tvsm/internal/app/query"
@@ -23,9 +27,10 @@ import (
 // admin.
 type Devices struct{ w *writer }
 
-// Unbind removes device id from its account (DELETE of a device) and
-// returns it as it was. The device may bind again by logging in.
-func (h *Devices) Unbind(ctx context.Context, c app.Caller, id int64) (readmodel.Device, error) {
+// Delete unbinds device id from its account (DELETE of a device), which
+// ends the device's own subscriptions, and returns it as it was. The
+// device may bind again by logging in.
+func (h *Devices) Delete(ctx context.Context, c app.Caller, id int64) (readmodel.Device, error) {
 	cur, err := h.w.q.Devices.Get(ctx, c, id)
 	if err != nil {
 		return readmodel.Device{}, err
@@ -44,15 +49,35 @@ var ErrBadDeviceCredentials = errors.New("invalid provider, login or password")
 // DeviceLoginInput is a device's login (POST /api/device/login).
 type DeviceLoginInput struct {
 	Provider int64
-	Login    string
+	// Login and PasswordMD5 name the account. Both empty: the account
+	// whose account network holds Address (TVIP's login by network).
+	Login string
 	// PasswordMD5 is the MD5 of the account's password in hex, compared
 	// with the account's pin_md5 (case does not matter).
 	PasswordMD5 string
 	UniqueID    string
 	Class       domain.DeviceClass
 	Model       string
-	RequestID   string
+	// Firmware and OS are what the device reports of itself (optional):
+	// its last_fw_ver and operation_system.
+	Firmware, OS string
+	// Address is the client's IP address, as the server saw the request.
+	Address   string
+	RequestID string
 }
+
+// Limits of what a device reports of itself at login.
+const MaxDeviceReportLen = 128
+
+// byNetwork reports whether the login names no account: the device is
+// authorised by the account network its address lies in.
+func (in DeviceLoginInput) byNetwork() bool { return in.Login == "" && in.PasswordMD5 == "" }
+
+// LoginRecordInterval is how stale a device's last recorded login may be
+// before a login that reports nothing new is recorded again: last_online
+// moves at that grain, and a device that logs in again and again does not
+// append an event each time.
+const LoginRecordInterval = time.Minute
 
 // DeviceSession is the answer to a successful login.
 type DeviceSession struct {
@@ -74,7 +99,8 @@ const pinLen = 32
 //
 // A device already bound to the account logs in again without appending
 // anything. A new one is bound within the device limit (the account's
-// devices_per_account_limit, else the provider's, none meaning unlimited);
+// devices_per_account_limit, else the provider's, else the node's default,
+// Config.DefaultDeviceLimit);
 // over it the error is a *domain.DeviceLimitError listing the bound
 // devices, and nothing changes. A unique id bound to another account is
 // moved: bound to this account first (so a refusal by the limit leaves it
@@ -102,8 +128,11 @@ func (h *Devices) Login(ctx context.Context, in DeviceLoginInput) (DeviceSession
 	if err := w.written(ctx, pos); err != nil {
 		return DeviceSession{}, err
 	}
+	if err := h.recordLogin(ctx, in, acc, device); err != nil {
+		return DeviceSession{}, err
+	}
 	state, _ := w.model.AccountState(acc.ID)
-	_, msg := w.q.Sessions.Services(state)
+	_, msg := w.q.Sessions.Services(state, device)
 	token, claims := w.cfg.DeviceTokens.Issue(devauth.Claims{
 		Device: device, Account: acc.ID, Provider: acc.Provider, Position: w.model.Position().Commit,
 	})
@@ -126,11 +155,18 @@ func CheckDeviceLogin(in DeviceLoginInput) error {
 	if in.Provider <= 0 {
 		fields["provider"] = "must be a positive integer"
 	}
-	if in.Login == "" {
-		fields["login"] = problemRequired
+	if !in.byNetwork() {
+		if in.Login == "" {
+			fields["login"] = problemRequired
+		}
+		if !isHex(in.PasswordMD5, pinLen) {
+			fields["password_md5"] = "must be 32 hexadecimal characters (an MD5 digest)"
+		}
 	}
-	if !isHex(in.PasswordMD5, pinLen) {
-		fields["password_md5"] = "must be 32 hexadecimal characters (an MD5 digest)"
+	for name, v := range map[string]string{"device.firmware": in.Firmware, "device.os": in.OS} {
+		if problem := checkReport(v); problem != "" {
+			fields[name] = problem
+		}
 	}
 	probe := domain.BindDevice{AccountID: 1, DeviceID: 1, UniqueID: in.UniqueID, Class: in.Class, Model: in.Model}
 	_, err := domain.AccountDecider().Decide(domain.Account{ID: 1, Provider: 1}, probe, time.Time{})
@@ -162,14 +198,46 @@ func isHex(s string, n int) bool {
 	return true
 }
 
+// checkReport checks a text a device reports of itself.
+func checkReport(s string) string {
+	if !utf8.ValidString(s) {
+		return "must be valid UTF-8"
+	}
+	if utf8.RuneCountInString(s) > MaxDeviceReportLen {
+		return fmt.Sprintf("must be at most %d characters", MaxDeviceReportLen)
+	}
+	for _, c := range s {
+		if unicode.IsControl(c) {
+			return "must not contain control characters"
+		}
+	}
+	return ""
+}
+
 // dummyPin is compared for unknown logins, so they cost what a wrong
 // password costs.
 var dummyPin = strings.Repeat("0", pinLen)
 
 // credentials returns the account the login names when the password
-// digest matches, else ErrBadDeviceCredentials.
+// digest matches — or, for a login by network, whose account network
+// holds the client's address — else ErrBadDeviceCredentials.
 func (h *Devices) credentials(in DeviceLoginInput) (readmodel.Account, error) {
 	m := h.w.model
+	if in.byNetwork() {
+		addr, err := netip.ParseAddr(in.Address)
+		if err != nil {
+			return readmodel.Account{}, ErrBadDeviceCredentials
+		}
+		n, ok := m.NetworkByAddress(in.Provider, addr)
+		if !ok {
+			return readmodel.Account{}, ErrBadDeviceCredentials
+		}
+		acc, ok := m.Account(n.Account)
+		if !ok {
+			return readmodel.Account{}, ErrBadDeviceCredentials
+		}
+		return acc, nil
+	}
 	acc, found := readmodel.Account{}, false
 	if _, ok := m.Provider(in.Provider); ok {
 		acc, found = m.AccountByLogin(in.Provider, in.Login)
@@ -199,12 +267,9 @@ func (h *Devices) bind(ctx context.Context, in DeviceLoginInput, acc readmodel.A
 	if err != nil {
 		return 0, eventstore.Position{}, err
 	}
-	var limit *int
-	if p, ok := w.model.Provider(acc.Provider); ok {
-		limit = p.DevicesPerAccountLimit
-	}
 	meta := deviceMeta(id, in.RequestID)
-	cmd := domain.BindDevice{AccountID: acc.ID, DeviceID: id, UniqueID: in.UniqueID, Class: in.Class, Model: in.Model, ProviderLimit: limit}
+	cmd := domain.BindDevice{AccountID: acc.ID, DeviceID: id, UniqueID: in.UniqueID, Class: in.Class, Model: in.Model,
+		ProviderLimit: w.providerDeviceLimit(acc.Provider)}
 	res, err := app.Execute(ctx, w.x, cmd.Stream(), domain.AccountDecider(), domain.AccountCommand(cmd), meta)
 	if err != nil {
 		return 0, eventstore.Position{}, err
@@ -223,10 +288,43 @@ func (h *Devices) bind(ctx context.Context, in DeviceLoginInput, acc readmodel.A
 	return d.ID, pos, nil
 }
 
-// unbindElsewhere unbinds uniqueID from every account but keep: the device
-// moved. It returns the position of the last unbinding.
+// recordLogin appends the device's login to its stream (domain.
+// DeviceLoggedIn: address, firmware, operating system; last_online) unless
+// the read model shows the same from a login less than
+// LoginRecordInterval ago, and waits until the read model shows it.
+func (h *Devices) recordLogin(ctx context.Context, in DeviceLoginInput, acc readmodel.Account, device int64) error {
+	w := h.w
+	now := w.now()
+	if d, ok := w.model.Device(device); ok && now.Sub(d.LastOnline) < LoginRecordInterval &&
+		sameReport(d.Address, in.Address) && sameReport(d.Firmware, in.Firmware) && sameReport(d.OS, in.OS) {
+		return nil
+	}
+	e := domain.DeviceLoggedIn{DeviceID: device, Account: acc.ID, Provider: acc.Provider, Address: in.Address, Firmware: in.Firmware, OS: in.OS}
+	meta := deviceMeta(device, in.RequestID)
+	res, err := w.rec.Record(ctx, domain.DeviceStream(device), eventstore.Any, []domain.Event{e},
+		domain.Metadata{OccurredAt: now, Actor: meta.Actor, RequestID: meta.RequestID}, record.Random())
+	if err != nil {
+		return fmt.Errorf("command: record login of device %d: %w", device, err)
+	}
+	return w.written(ctx, res.Position)
+}
+
+// sameReport reports whether a reported value adds nothing to what is
+// known: it is empty, or equal to it.
+func sameReport(known *string, v string) bool {
+	return v == "" || known != nil && *known == v
+}
+
+// unbindElsewhere unbinds uniqueID from every other account of the same
+// provider: the device moved. A unique id is scoped to its provider: a
+// device with the same id under another provider is another device, and
+// stays where it is. It returns the position of the last unbinding.
 func (h *Devices) unbindElsewhere(ctx context.Context, uniqueID string, keep int64, meta app.RequestMeta) (eventstore.Position, error) {
-	l, err := h.w.model.ListDevices(readmodel.DeviceQuery{Scope: readmodel.AllProviders, UniqueID: uniqueID})
+	acc, ok := h.w.model.Account(keep)
+	if !ok {
+		return eventstore.Position{}, nil
+	}
+	l, err := h.w.model.ListDevices(readmodel.DeviceQuery{Scope: readmodel.ProviderScope(acc.Provider), UniqueID: uniqueID})
 	if err != nil {
 		return eventstore.Position{}, err
 	}

@@ -11,12 +11,15 @@ import (
 // ProviderFields are the fields of a provider create or partial update, as
 // the Admin API decoded them: absent fields are left alone (or take their
 // defaults on create), null clears a nullable field (devices_per_account_limit,
-// free_tariff, billing.url, billing.token).
+// free_tariff, region_tag, comment, logo_url, billing.url, billing.token).
 type ProviderFields struct {
 	Name                   domain.Optional[string]
 	Enabled                domain.Optional[bool]
 	DevicesPerAccountLimit domain.Optional[int]
 	FreeTariff             domain.Optional[int64]
+	RegionTag              domain.Optional[int64]
+	Comment                domain.Optional[string]
+	LogoURL                domain.Optional[string]
 	Billing                domain.BillingPatch
 }
 
@@ -36,6 +39,9 @@ func (h *Providers) Create(ctx context.Context, c app.Caller, f ProviderFields) 
 		Enabled:                f.Enabled.Ptr(),
 		DevicesPerAccountLimit: f.DevicesPerAccountLimit.Ptr(),
 		FreeTariff:             f.FreeTariff.Ptr(),
+		RegionTag:              f.RegionTag.Ptr(),
+		Comment:                f.Comment.Or(""),
+		LogoURL:                f.LogoURL.Or(""),
 		Billing: domain.Billing{
 			Resolve: f.Billing.Resolve.Or(false),
 			URL:     f.Billing.URL.Or(""),
@@ -48,6 +54,10 @@ func (h *Providers) Create(ctx context.Context, c app.Caller, f ProviderFields) 
 		// update once it has one.
 		addFieldProblem(&extra, "free_tariff", fmt.Sprintf("unknown tariff %d of this provider", v))
 	}
+	if v, ok := f.RegionTag.Get(); ok {
+		h.checkRegion(&extra, v)
+	}
+	h.checkBillingURL(f, &extra)
 	if err := withProblems(dryRun(domain.ProviderDecider(), domain.ProviderCommand(cmd)), extra); err != nil {
 		return domain.Provider{}, err
 	}
@@ -70,8 +80,13 @@ func (h *Providers) Update(ctx context.Context, c app.Caller, id int64, f Provid
 		return domain.Provider{}, err
 	}
 	var extra map[string]string
+	cur, _ := w.model.Provider(id)
+	if v, ok := f.RegionTag.Get(); ok && (cur.RegionTag == nil || *cur.RegionTag != v) {
+		// Like the free tariff below, a region re-sent unchanged is not
+		// checked again.
+		h.checkRegion(&extra, v)
+	}
 	if v, ok := f.FreeTariff.Get(); ok && v > 0 {
-		cur, _ := w.model.Provider(id)
 		// A free tariff re-sent unchanged is not checked again: the tariff
 		// may have been deleted since, and a resync must still pass.
 		if cur.FreeTariff == nil || *cur.FreeTariff != v {
@@ -80,12 +95,16 @@ func (h *Providers) Update(ctx context.Context, c app.Caller, id int64, f Provid
 			}
 		}
 	}
+	h.checkBillingURL(f, &extra)
 	cmd := domain.UpdateProvider{
 		ID:                     id,
 		Name:                   f.Name,
 		Enabled:                f.Enabled,
 		DevicesPerAccountLimit: f.DevicesPerAccountLimit,
 		FreeTariff:             f.FreeTariff,
+		RegionTag:              f.RegionTag,
+		Comment:                f.Comment,
+		LogoURL:                f.LogoURL,
 		Billing:                f.Billing,
 	}
 	if len(extra) > 0 {
@@ -103,6 +122,17 @@ func (h *Providers) Update(ctx context.Context, c app.Caller, id int64, f Provid
 	return w.q.Providers.Current(id)
 }
 
+// checkBillingURL records the problem Config.BillingURL finds with the
+// billing url f sets, if any.
+func (h *Providers) checkBillingURL(f ProviderFields, extra *map[string]string) {
+	check := h.w.cfg.BillingURL
+	if u, ok := f.Billing.URL.Get(); ok && u != "" && check != nil {
+		if err := check(u); err != nil {
+			addFieldProblem(extra, "billing.url", err.Error())
+		}
+	}
+}
+
 // Delete deletes provider id and returns it as it was. Its accounts,
 // tariffs and admins are left as they are.
 func (h *Providers) Delete(ctx context.Context, c app.Caller, id int64) (domain.Provider, error) {
@@ -115,4 +145,14 @@ func (h *Providers) Delete(ctx context.Context, c app.Caller, id int64) (domain.
 		return domain.Provider{}, err
 	}
 	return res.State, nil
+}
+
+// checkRegion records a problem with region_tag unless region exists.
+func (h *Providers) checkRegion(extra *map[string]string, region int64) {
+	if region <= 0 {
+		return // the domain's to report
+	}
+	if _, ok := h.w.model.Region(region); !ok {
+		addFieldProblem(extra, domain.RegionTagField, fmt.Sprintf("unknown region %d", region))
+	}
 }

@@ -53,24 +53,13 @@ func (h *Sends) Send(ctx context.Context, c app.Caller, in SendInput) (int64, er
 	if err != nil {
 		return 0, err
 	}
-	if dropsAuthorisation(cmd.Commands) {
-		if err := w.written(ctx, res.Position); err != nil {
-			return 0, err
-		}
+	// Answered once the read model shows the send, like any other write:
+	// it lists the send (GET /commands), and an update command in it is in
+	// force on this node.
+	if err := w.written(ctx, res.Position); err != nil {
+		return 0, err
 	}
 	return id, nil
-}
-
-// dropsAuthorisation reports whether a send holds an update command, which
-// the read model applies by refusing the targets' tokens: such a send
-// answers once that is in force on this node, like any other write.
-func dropsAuthorisation(specs []domain.CommandSpec) bool {
-	for _, c := range specs {
-		if c.Kind == domain.CommandUpdate {
-			return true
-		}
-	}
-	return false
 }
 
 // check validates a send before an id is taken and returns its scope:

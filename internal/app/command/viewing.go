@@ -44,8 +44,9 @@ type ViewingReport struct {
 
 // ReportViewing validates the sessions (every bad field named, as
 // sessions[3].mode) and appends them as one domain.ViewingReported to the
-// device's stream, with the device's class, account and provider. An empty
-// report appends nothing. It returns once the event is durable.
+// device's stream (a keyed report: to domain.DeviceViewingStream), with the
+// device's class, account and provider. An empty report appends nothing.
+// It returns once the event is durable.
 func (h *Devices) ReportViewing(ctx context.Context, d query.DeviceIdentity, r ViewingReport) error {
 	w := h.w
 	sessions, err := CheckViewing(r.Sessions, w.now())
@@ -54,11 +55,16 @@ func (h *Devices) ReportViewing(ctx context.Context, d query.DeviceIdentity, r V
 	}
 	e := domain.ViewingReported{DeviceID: d.Device, Account: d.Account, Provider: d.Provider, Class: d.Class, Sessions: sessions}
 	meta := deviceMeta(d.Device, r.RequestID)
-	ids := record.Random()
+	// A keyed report goes to a stream of its own, appended only when it
+	// does not exist: a retry repeats the same ids at the same expected
+	// revision, which every store recognises (EventStoreDB checks appends
+	// with Any only against a cache of recent ids).
+	stream, expect, ids := domain.DeviceStream(d.Device), eventstore.Any, record.Random()
 	if r.IdempotencyKey != "" {
+		stream, expect = domain.DeviceViewingStream(d.Device, r.IdempotencyKey), eventstore.NoStream
 		ids = record.Derived("viewing|" + strconv.FormatInt(d.Device, 10) + "|" + r.IdempotencyKey)
 	}
-	_, err = w.rec.Record(ctx, domain.DeviceStream(d.Device), eventstore.Any, []domain.Event{e},
+	_, err = w.rec.Record(ctx, stream, expect, []domain.Event{e},
 		domain.Metadata{OccurredAt: w.now(), Actor: meta.Actor, RequestID: meta.RequestID}, ids)
 	if err != nil {
 		return fmt.Errorf("command: record viewing of device %d: %w", d.Device, err)

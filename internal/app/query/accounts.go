@@ -79,7 +79,7 @@ func (q *Accounts) view(a readmodel.Account, now time.Time) AccountView {
 	v := AccountView{Account: a}
 	if a.Enabled {
 		for _, sub := range q.r.cfg.Model.AccountSubscriptions(a.ID) {
-			if sub.ActiveAt(now) {
+			if sub.Device == 0 && sub.ActiveAt(now) {
 				v.ServicesAvailable = true
 				break
 			}

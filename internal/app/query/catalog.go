@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"tvsm/domain"
 	"tvsm/internal/app"
@@ -70,19 +71,35 @@ type Providers = resource[domain.Provider, readmodel.ProviderQuery]
 // its own provider's.
 type Tariffs = resource[domain.Tariff, readmodel.TariffQuery]
 
+// TariffTags answers the reads of tariff tags; a provider-scoped admin sees
+// only its own provider's.
+type TariffTags = resource[domain.TariffTag, readmodel.TariffTagQuery]
+
 // Channels and Categories answer the reads of the operator's line-up:
 // channels and their categories belong to no provider, and every admin may
-// read them.
+// read them. A provider-scoped admin lists the channels of its own
+// provider's tariffs only (another's tariff lists none).
 type (
 	Channels   = resource[domain.Channel, readmodel.ChannelQuery]
 	Categories = resource[domain.Category, readmodel.CategoryQuery]
 )
 
-// Subscriptions answers the reads of account subscriptions; Devices those
-// of bound devices. A provider-scoped admin sees its provider's only.
+// Regions and DeviceTypes answer the reads of the global catalog every
+// admin may read.
 type (
-	Subscriptions = resource[readmodel.Subscription, readmodel.SubscriptionQuery]
-	Devices       = resource[readmodel.Device, readmodel.DeviceQuery]
+	Regions     = resource[domain.Region, readmodel.RegionQuery]
+	DeviceTypes = resource[domain.DeviceType, readmodel.DeviceTypeQuery]
+)
+
+// Subscriptions answers the reads of account subscriptions (an account's
+// own), DeviceSubscriptions those of the devices' own subscriptions,
+// Devices those of bound devices and Networks those of account networks. A
+// provider-scoped admin sees its provider's only.
+type (
+	Subscriptions       = resource[readmodel.Subscription, readmodel.SubscriptionQuery]
+	DeviceSubscriptions = resource[readmodel.Subscription, readmodel.SubscriptionQuery]
+	Devices             = resource[readmodel.Device, readmodel.DeviceQuery]
+	Networks            = resource[readmodel.AccountNetwork, readmodel.NetworkQuery]
 )
 
 func newProviders(r *reader) *Providers {
@@ -104,22 +121,127 @@ func newTariffs(r *reader) *Tariffs {
 	}
 }
 
+func newTariffTags(r *reader) *TariffTags {
+	return &TariffTags{r: r, what: "tariff tag", list: (*readmodel.Model).ListTariffTags, get: (*readmodel.Model).TariffTag,
+		scoped: func(q readmodel.TariffTagQuery, s readmodel.Scope) readmodel.TariffTagQuery { q.Scope = s; return q },
+		allowed: func(c app.Caller, id int64, t domain.TariffTag, found bool) error {
+			return providerOf(c, "tariff tag", id, t.Provider, found)
+		},
+	}
+}
+
 func newChannels(r *reader) *Channels {
-	return &Channels{r: r, what: "channel", list: (*readmodel.Model).ListChannels, get: (*readmodel.Model).Channel}
+	return &Channels{r: r, what: "channel", list: (*readmodel.Model).ListChannels, get: (*readmodel.Model).Channel,
+		scoped: func(q readmodel.ChannelQuery, s readmodel.Scope) readmodel.ChannelQuery { q.Scope = s; return q }}
 }
 
 func newCategories(r *reader) *Categories {
 	return &Categories{r: r, what: "category", list: (*readmodel.Model).ListCategories, get: (*readmodel.Model).Category}
 }
 
-func newSubscriptions(r *reader) *Subscriptions {
-	return &Subscriptions{r: r, what: "subscription", list: (*readmodel.Model).ListSubscriptions, get: (*readmodel.Model).Subscription,
+func newRegions(r *reader) *Regions {
+	return &Regions{r: r, what: "region", list: (*readmodel.Model).ListRegions, get: (*readmodel.Model).Region}
+}
+
+func newDeviceTypes(r *reader) *DeviceTypes {
+	return &DeviceTypes{r: r, what: "device type", list: (*readmodel.Model).ListDeviceTypes, get: (*readmodel.Model).DeviceType}
+}
+
+// Mapped answers the reads of a resource with every page (and every single
+// object) passed through mapPage: the Provider API's view of an object that
+// needs more of the read model than the object itself.
+type Mapped[T, U, Q any] struct {
+	reads   *resource[T, Q]
+	mapPage func(m *readmodel.Model, page []T) []U
+}
+
+// List lists the objects q selects that the caller may see, mapped.
+func (q *Mapped[T, U, Q]) List(ctx context.Context, c app.Caller, lq Q) (readmodel.List[U], error) {
+	l, err := q.reads.List(ctx, c, lq)
+	if err != nil {
+		return readmodel.List[U]{}, err
+	}
+	return readmodel.List[U]{Total: l.Total, Items: slices.Values(q.mapPage(q.reads.r.cfg.Model, l.Slice()))}, nil
+}
+
+// Get returns object id, mapped.
+func (q *Mapped[T, U, Q]) Get(ctx context.Context, c app.Caller, id int64) (U, error) {
+	v, err := q.reads.Get(ctx, c, id)
+	if err != nil {
+		var zero U
+		return zero, err
+	}
+	return q.mapPage(q.reads.r.cfg.Model, []T{v})[0], nil
+}
+
+// FavoriteGroup is a channel category as the Provider API's favourite
+// groups show it: with the live channels that list it.
+type FavoriteGroup struct {
+	domain.Category
+	Channels []int64 // ascending
+}
+
+// FavoriteGroups answers the reads of channel categories with their
+// channels; every admin may read them.
+type FavoriteGroups = Mapped[domain.Category, FavoriteGroup, readmodel.CategoryQuery]
+
+func newFavoriteGroups(categories *Categories) *FavoriteGroups {
+	return &FavoriteGroups{reads: categories, mapPage: func(m *readmodel.Model, page []domain.Category) []FavoriteGroup {
+		ids := make([]int64, len(page))
+		for i, cat := range page {
+			ids[i] = cat.ID
+		}
+		channels := m.CategoryChannels(ids)
+		groups := make([]FavoriteGroup, len(page))
+		for i, cat := range page {
+			groups[i] = FavoriteGroup{Category: cat, Channels: channels[cat.ID]}
+		}
+		return groups
+	}}
+}
+
+// LineUp answers the Provider API's reads of channels: Channels, with the
+// categories that no longer exist left out of each channel's list (the
+// Admin API shows the list as stored, which a resync re-sends).
+type LineUp = Mapped[domain.Channel, domain.Channel, readmodel.ChannelQuery]
+
+func newLineUp(channels *Channels) *LineUp {
+	return &LineUp{reads: channels, mapPage: func(m *readmodel.Model, page []domain.Channel) []domain.Channel {
+		for i := range page {
+			page[i].Categories = m.LiveCategories(page[i].Categories)
+		}
+		return page
+	}}
+}
+
+// newSubscriptions returns the reads of account subscriptions (devices
+// false) or of device subscriptions (devices true): one kind's ids are not
+// found as the other's.
+func newSubscriptions(r *reader, devices bool) *Subscriptions {
+	what := "subscription"
+	if devices {
+		what = "device subscription"
+	}
+	return &Subscriptions{r: r, what: what, list: (*readmodel.Model).ListSubscriptions,
+		get: func(m *readmodel.Model, id int64) (readmodel.Subscription, bool) {
+			s, ok := m.Subscription(id)
+			return s, ok && (s.Device != 0) == devices
+		},
 		scoped: func(q readmodel.SubscriptionQuery, s readmodel.Scope) readmodel.SubscriptionQuery {
-			q.Scope = s
+			q.Scope, q.Devices = s, devices
 			return q
 		},
 		allowed: func(c app.Caller, id int64, sub readmodel.Subscription, found bool) error {
-			return providerOf(c, "subscription", id, sub.Provider, found)
+			return providerOf(c, what, id, sub.Provider, found)
+		},
+	}
+}
+
+func newNetworks(r *reader) *Networks {
+	return &Networks{r: r, what: "account network", list: (*readmodel.Model).ListNetworks, get: (*readmodel.Model).AccountNetworkByID,
+		scoped: func(q readmodel.NetworkQuery, s readmodel.Scope) readmodel.NetworkQuery { q.Scope = s; return q },
+		allowed: func(c app.Caller, id int64, n readmodel.AccountNetwork, found bool) error {
+			return providerOf(c, "account network", id, n.Provider, found)
 		},
 	}
 }

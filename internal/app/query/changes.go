@@ -36,6 +36,9 @@ const (
 	EntityTariff       = "tariff"
 	EntityChannel      = "channel"
 	EntityCategory     = "category"
+	EntityTariffTag    = "tariff_tag"
+	EntityRegion       = "region"
+	EntityDeviceType   = "device_type"
 )
 
 // Change is one entry of the change feed: an event that changed an entity
@@ -70,6 +73,9 @@ var feedKinds = []struct {
 	{feedStreamPrefix(domain.TariffStream), EntityTariff},
 	{feedStreamPrefix(domain.ChannelStream), EntityChannel},
 	{feedStreamPrefix(domain.CategoryStream), EntityCategory},
+	{feedStreamPrefix(domain.TariffTagStream), EntityTariffTag},
+	{feedStreamPrefix(domain.RegionStream), EntityRegion},
+	{feedStreamPrefix(domain.DeviceTypeStream), EntityDeviceType},
 }
 
 // feedStreamPrefix returns what a stream name function puts before the id.
@@ -91,9 +97,9 @@ type Changes struct{ r *reader }
 
 // After returns up to limit changes after the log position after (the
 // beginning for the zero position), in log order, that the caller may see:
-// a provider-scoped admin sees its provider, its tariffs and its accounts
-// (with their subscriptions and devices), and the channels and categories
-// everyone shares. It returns once it has limit changes, has reached the
+// a provider-scoped admin sees its provider, its tariffs, tariff tags and
+// accounts (with their subscriptions and devices), and the channels,
+// categories, regions and device types everyone shares. It returns once it has limit changes, has reached the
 // end of the log, or has waited a few seconds; it never waits for new
 // changes. limit <= 0 means DefaultChangesLimit; it is capped at
 // MaxChangesLimit.
@@ -209,7 +215,9 @@ type feedOwners struct {
 func (o *feedOwners) visible(ctx context.Context, c app.Caller, rec eventstore.RecordedEvent, ch Change) (bool, error) {
 	switch {
 	case strings.HasPrefix(rec.Stream, feedStreamPrefix(domain.ChannelStream)),
-		strings.HasPrefix(rec.Stream, feedStreamPrefix(domain.CategoryStream)):
+		strings.HasPrefix(rec.Stream, feedStreamPrefix(domain.CategoryStream)),
+		strings.HasPrefix(rec.Stream, feedStreamPrefix(domain.RegionStream)),
+		strings.HasPrefix(rec.Stream, feedStreamPrefix(domain.DeviceTypeStream)):
 		return true, nil // shared by every provider
 	case strings.HasPrefix(rec.Stream, feedStreamPrefix(domain.ProviderStream)):
 		return c.Allows(ch.ID), nil
@@ -221,23 +229,26 @@ func (o *feedOwners) visible(ctx context.Context, c app.Caller, rec eventstore.R
 	return p != 0 && c.Allows(p), nil
 }
 
-// provider returns the provider an account or tariff stream belongs to:
-// from the read model when it has it, else from the stream's first event
-// (the feed may be ahead of the read model, and deleted tariffs leave it).
+// provider returns the provider an account, tariff or tariff tag stream
+// belongs to: from the read model when it has it, else from the stream's
+// first event (the feed may be ahead of the read model, and deleted
+// tariffs and tags leave it).
 func (o *feedOwners) provider(ctx context.Context, stream string) (int64, error) {
 	if p, ok := o.known[stream]; ok {
 		return p, nil
 	}
 	var p int64
-	if rest, ok := strings.CutPrefix(stream, feedStreamPrefix(domain.AccountStream)); ok {
-		if id, err := strconv.ParseInt(rest, 10, 64); err == nil {
-			p, _ = o.r.cfg.Model.AccountOwner(id)
-		}
-	} else if rest, ok := strings.CutPrefix(stream, feedStreamPrefix(domain.TariffStream)); ok {
-		if id, err := strconv.ParseInt(rest, 10, 64); err == nil {
-			if t, ok := o.r.cfg.Model.Tariff(id); ok {
-				p = t.Provider
-			}
+	if ref, ok := domain.ParseStream(stream); ok {
+		m := o.r.cfg.Model
+		switch ref.Kind {
+		case domain.StreamAccount:
+			p, _ = m.AccountOwner(ref.ID)
+		case domain.StreamTariff:
+			t, _ := m.Tariff(ref.ID)
+			p = t.Provider
+		case domain.StreamTariffTag:
+			t, _ := m.TariffTag(ref.ID)
+			p = t.Provider
 		}
 	}
 	if p == 0 {
@@ -251,6 +262,8 @@ func (o *feedOwners) provider(ctx context.Context, stream string) (int64, error)
 		case domain.AccountCreated:
 			p = e.Provider
 		case domain.TariffCreated:
+			p = e.Provider
+		case domain.TariffTagCreated:
 			p = e.Provider
 		}
 	}

@@ -43,16 +43,25 @@ type Config struct {
 
 // Queries are the read services, one per resource.
 type Queries struct {
-	Accounts      *Accounts
-	Subscriptions *Subscriptions
-	Devices       *Devices
-	Providers     *Providers
-	Tariffs       *Tariffs
-	Channels      *Channels
-	Categories    *Categories
-	Admins        *Admins
-	Changes       *Changes
-	Sends         *Sends
+	Accounts            *Accounts
+	Subscriptions       *Subscriptions
+	DeviceSubscriptions *DeviceSubscriptions
+	Devices             *Devices
+	Networks            *Networks
+	Providers           *Providers
+	Tariffs             *Tariffs
+	TariffTags          *TariffTags
+	Channels            *Channels
+	// LineUp is the channels with only their live categories.
+	LineUp     *LineUp
+	Categories *Categories
+	// FavoriteGroups are the categories with their channels.
+	FavoriteGroups *FavoriteGroups
+	Regions        *Regions
+	DeviceTypes    *DeviceTypes
+	Admins         *Admins
+	Changes        *Changes
+	Sends          *Sends
 	// Sessions authenticates devices and answers the Device API's reads.
 	Sessions *Sessions
 }
@@ -66,18 +75,26 @@ func New(cfg Config) (*Queries, error) {
 		cfg.Clock = time.Now
 	}
 	r := &reader{cfg: cfg, rec: record.Log{Store: cfg.Store, Registry: cfg.Registry}}
+	categories, channels := newCategories(r), newChannels(r)
 	return &Queries{
-		Accounts:      &Accounts{r},
-		Subscriptions: newSubscriptions(r),
-		Devices:       newDevices(r),
-		Providers:     newProviders(r),
-		Tariffs:       newTariffs(r),
-		Channels:      newChannels(r),
-		Categories:    newCategories(r),
-		Admins:        &Admins{r},
-		Changes:       &Changes{r},
-		Sends:         &Sends{r},
-		Sessions:      &Sessions{r},
+		Accounts:            &Accounts{r},
+		Subscriptions:       newSubscriptions(r, false),
+		DeviceSubscriptions: newSubscriptions(r, true),
+		Devices:             newDevices(r),
+		Networks:            newNetworks(r),
+		Providers:           newProviders(r),
+		Tariffs:             newTariffs(r),
+		TariffTags:          newTariffTags(r),
+		Channels:            channels,
+		LineUp:              newLineUp(channels),
+		Categories:          categories,
+		FavoriteGroups:      newFavoriteGroups(categories),
+		Regions:             newRegions(r),
+		DeviceTypes:         newDeviceTypes(r),
+		Admins:              &Admins{r},
+		Changes:             &Changes{r},
+		Sends:               &Sends{r},
+		Sessions:            &Sessions{r},
 	}, nil
 }
 

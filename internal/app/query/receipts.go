@@ -18,15 +18,21 @@ const (
 	// CommandQueued: before its post_time; nothing sent yet.
 	CommandQueued CommandState = "queued"
 	// CommandSending: past its send time and before its ttl: devices that
-	// connect now still get it.
+	// connect now still get it; or a command without ttl in its late
+	// delivery (its send time passed while no node ran).
 	CommandSending CommandState = "sending"
 	// CommandDone: a command without ttl past its send time; it went to the
 	// devices connected then, and no one else will get it.
 	CommandDone CommandState = "done"
-	// CommandExpired: its ttl passed (or the dispatcher recorded it as
-	// expired); no one gets it from now on.
+	// CommandExpired: its ttl passed, or the dispatcher recorded it as
+	// expired (CommandView.Reason says why); no one gets it from now on.
 	CommandExpired CommandState = "expired"
 )
+
+// ExpiredTTL is CommandView.Reason of a command whose ttl passed; the
+// others are the dispatcher's (domain.ExpiredMissedSendTime,
+// domain.ExpiredTooLate).
+const ExpiredTTL = "ttl"
 
 // ReceiptStatus is how far one command got on one device.
 type ReceiptStatus string
@@ -60,6 +66,9 @@ type CommandView struct {
 	Index   int
 	Command domain.IssuedCommand
 	State   CommandState
+	// Reason says why an expired command expired (ExpiredTTL,
+	// domain.ExpiredMissedSendTime, domain.ExpiredTooLate); empty otherwise.
+	Reason string
 	// Sent, Acked and Confirmed count the devices that got that far.
 	Sent, Acked, Confirmed int
 	// Receipts has one entry per device the command was sent to, by device
@@ -88,7 +97,8 @@ func FoldSend(events []domain.Envelope, now time.Time) (SendView, error) {
 	var (
 		v       SendView
 		issued  bool
-		expired = map[int]bool{}
+		expired = map[int]string{} // reasons, by index
+		late    = map[int]bool{}   // late delivery under way
 		steps   = map[int]map[int64]*DeviceReceipt{}
 	)
 	for _, env := range events {
@@ -101,13 +111,14 @@ func FoldSend(events []domain.Envelope, now time.Time) (SendView, error) {
 				v.Commands[i] = CommandView{Index: i, Command: c}
 			}
 		case domain.CommandsSent:
+			late[e.Index] = late[e.Index] || e.Late
 			recordStep(steps, e.Index, e.Devices, env.OccurredAt, func(r *DeviceReceipt) *time.Time { return &r.Sent })
 		case domain.CommandsAcked:
 			recordStep(steps, e.Index, e.Devices, env.OccurredAt, func(r *DeviceReceipt) *time.Time { return &r.Acked })
 		case domain.CommandsConfirmed:
 			recordStep(steps, e.Index, e.Devices, env.OccurredAt, func(r *DeviceReceipt) *time.Time { return &r.Confirmed })
 		case domain.CommandExpired:
-			expired[e.Index] = true
+			expired[e.Index] = cmp.Or(e.Reason, ExpiredTTL)
 		}
 	}
 	if !issued {
@@ -115,7 +126,11 @@ func FoldSend(events []domain.Envelope, now time.Time) (SendView, error) {
 	}
 	for i := range v.Commands {
 		c := &v.Commands[i]
-		c.State = commandState(c.Command, v.Issued, now, expired[i])
+		reason, isExpired := expired[i]
+		c.State = commandState(c.Command, v.Issued, now, isExpired, late[i])
+		if c.State == CommandExpired {
+			c.Reason = cmp.Or(reason, ExpiredTTL)
+		}
 		c.Receipts = receiptsOf(steps[i], c.State == CommandExpired)
 		for _, r := range c.Receipts {
 			c.Sent++
@@ -171,14 +186,15 @@ func receiptsOf(byDevice map[int64]*DeviceReceipt, expired bool) []DeviceReceipt
 }
 
 // commandState is the state of command c of a send issued at issuedAt,
-// at now; expired tells whether its expiry was recorded.
-func commandState(c domain.IssuedCommand, issuedAt, now time.Time, expired bool) CommandState {
+// at now; expired tells whether its expiry was recorded, late whether a
+// late delivery was.
+func commandState(c domain.IssuedCommand, issuedAt, now time.Time, expired, late bool) CommandState {
 	switch {
 	case expired, !c.TTL.IsZero() && !now.Before(c.TTL):
 		return CommandExpired
 	case now.Before(c.SendStart(issuedAt)):
 		return CommandQueued
-	case c.TTL.IsZero():
+	case c.TTL.IsZero() && !late:
 		return CommandDone
 	}
 	return CommandSending

@@ -93,6 +93,44 @@ func TestFoldSendStates(t *testing.T) {
 	}
 }
 
+// A command without ttl delivered late (its send time passed while no node
+// ran) is sending while its late delivery is under way, then expired for
+// its reason with the devices it reached; a ttl's expiry says so too.
+func TestFoldSendLateDeliveryAndReasons(t *testing.T) {
+	late := []domain.Envelope{
+		at(sendT0.Add(20*time.Minute), domain.CommandsSent{SendID: 5, Index: 3, Devices: []int64{}, Late: true}),
+		at(sendT0.Add(21*time.Minute), domain.CommandsSent{SendID: 5, Index: 3, Devices: []int64{2}, Late: true}),
+	}
+	v, err := query.FoldSend(append(sendHistory(), late...), sendT0.Add(21*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := v.Commands[3]; c.State != query.CommandSending || c.Reason != "" || c.Sent != 1 {
+		t.Fatalf("during the late delivery: %s %q, %d sent", c.State, c.Reason, c.Sent)
+	}
+	ended := at(sendT0.Add(22*time.Minute), domain.CommandExpired{SendID: 5, Index: 3, Reason: domain.ExpiredMissedSendTime})
+	v, err = query.FoldSend(append(append(sendHistory(), late...), ended), sendT0.Add(3*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		state  query.CommandState
+		reason string
+	}{
+		{query.CommandDone, ""},
+		{query.CommandExpired, query.ExpiredTTL}, // no event: the clock says so
+		{query.CommandExpired, query.ExpiredTTL},
+		{query.CommandExpired, domain.ExpiredMissedSendTime},
+	} {
+		if c := v.Commands[i]; c.State != want.state || c.Reason != want.reason {
+			t.Errorf("commands[%d]: %s %q, want %s %q", i, c.State, c.Reason, want.state, want.reason)
+		}
+	}
+	if c := v.Commands[3]; c.Sent != 1 || receipts(c) != "2:expired" {
+		t.Errorf("the late delivery's receipts: %d sent, %q", c.Sent, receipts(c))
+	}
+}
+
 func TestFoldSendReceipts(t *testing.T) {
 	v, err := query.FoldSend(sendHistory(), sendT0.Add(5*time.Minute))
 	if err != nil {

@@ -100,15 +100,15 @@ type DeviceChannelList struct {
 }
 
 // Channels returns the channels of the tariffs the device's account is
-// subscribed to now (the union, sorted by number, then id; deleted
-// channels and categories left out), or a *NoServicesError when the
-// account has no services now.
+// subscribed to now (the union, sorted by number, then id; deleted and
+// disabled channels and deleted categories left out), or a
+// *NoServicesError when the account has no services now.
 func (q *Sessions) Channels(_ context.Context, d DeviceIdentity) (DeviceChannelList, error) {
 	a, ok := q.r.cfg.Model.AccountState(d.Account)
 	if !ok {
 		return DeviceChannelList{}, fmt.Errorf("%w: account %d is gone", ErrDeviceUnauthorized, d.Account)
 	}
-	tariffs, msg := q.Services(a)
+	tariffs, msg := q.Services(a, d.Device)
 	if msg != "" {
 		return DeviceChannelList{}, &NoServicesError{Message: msg}
 	}
@@ -120,7 +120,7 @@ func (q *Sessions) Channels(_ context.Context, d DeviceIdentity) (DeviceChannelL
 				continue
 			}
 			seen[id] = true
-			if ch, ok := q.r.cfg.Model.Channel(id); ok {
+			if ch, ok := q.r.cfg.Model.Channel(id); ok && !ch.Disabled {
 				out.Channels = append(out.Channels, q.deviceChannel(ch, out.Categories))
 			}
 		}
@@ -150,11 +150,12 @@ func (q *Sessions) deviceChannel(ch domain.Channel, names map[int64]string) Devi
 	return dc
 }
 
-// Services returns the tariffs that give the account's devices service
-// now, or, when there are none, the message saying why: the provider or the
-// account is disabled, or no subscription active now is to an existing,
-// enabled tariff.
-func (q *Sessions) Services(a domain.Account) ([]domain.Tariff, string) {
+// Services returns the tariffs that give device (of the account) service
+// now — through the account's subscriptions and the device's own — or,
+// when there are none, the message saying why: the provider or the account
+// is disabled, or no subscription active now is to an existing, enabled
+// tariff.
+func (q *Sessions) Services(a domain.Account, device int64) ([]domain.Tariff, string) {
 	m := q.r.cfg.Model
 	if p, ok := m.Provider(a.Provider); !ok || !p.Enabled {
 		return nil, MsgProviderDisabled
@@ -163,7 +164,7 @@ func (q *Sessions) Services(a domain.Account) ([]domain.Tariff, string) {
 		return nil, MsgAccountDisabled
 	}
 	var tariffs []domain.Tariff
-	for _, id := range a.ActiveTariffs(q.r.now()) {
+	for _, id := range a.DeviceActiveTariffs(device, q.r.now()) {
 		if t, ok := m.Tariff(id); ok && t.Enabled {
 			tariffs = append(tariffs, t)
 		}

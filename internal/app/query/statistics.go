@@ -35,6 +35,9 @@ func NewStatistics(facts stats.FactStore, catalog StatsCatalog, closed ClosedDay
 	return &Statistics{facts: facts, catalog: catalog, closed: closed}
 }
 
+// ClosedThrough returns the last closed day; ok is false while none is.
+func (s *Statistics) ClosedThrough() (stats.Day, bool) { return s.closed.ClosedThrough() }
+
 // StatsQuery is a request: a range of days, and one provider or (0) every
 // provider.
 type StatsQuery struct {

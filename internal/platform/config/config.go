@@ -14,7 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -44,12 +46,19 @@ var KnownFeatures = []string{FeatureBilling}
 type Config struct {
 	// HTTPAddr is the listen address of the HTTP server (host:port).
 	HTTPAddr string
+	// OpsHTTPAddr, when set, is a second listen address serving /metrics,
+	// /healthz, /readyz and Go's profiler, which then leave HTTPAddr.
+	OpsHTTPAddr string
 	// DataDir holds everything the embedded backends and snapshots store.
 	DataDir string
 	// EventStore is "embedded" or an EventStoreDB URL (esdb://, esdb+discover://).
 	EventStore string
 	// Stats is "embedded" or a ClickHouse URL (clickhouse://).
 	Stats string
+	// StatsEmbeddedOnSharedStore lets the embedded statistics store run on
+	// a shared event store (EventStoreDB), where Validate refuses it by
+	// default: every node would keep, and answer from, a copy of its own.
+	StatsEmbeddedOnSharedStore bool
 	// Features are the enabled feature flags, each one of KnownFeatures.
 	Features []string
 	// LogLevel is the lowest level logged.
@@ -82,33 +91,57 @@ type Config struct {
 	BillingHeaderPrefix string
 	// BillingTimeout bounds one proxied billing call.
 	BillingTimeout time.Duration
-	// Failed logins allowed per minute before 429, per login and per client
-	// address, for administrators (HTTP Basic) and devices (device login).
-	AdminLoginFailures, AdminAddressFailures   int
-	DeviceLoginFailures, DeviceAddressFailures int
+	// BillingAllowedNetworks are networks billing may be reached in
+	// although they are refused by default (loopback, private, link-local).
+	BillingAllowedNetworks []netip.Prefix
+	// Failed logins allowed per minute before 429, for administrators (HTTP
+	// Basic) and devices (device login): per login from one client address,
+	// per address, and per login from all addresses (this one refuses only
+	// the addresses that failed the login themselves).
+	AdminLoginFailures, AdminAddressFailures, AdminLoginTotalFailures    int
+	DeviceLoginFailures, DeviceAddressFailures, DeviceLoginTotalFailures int
+	// PasswordChecks bounds the admin password checks (bcrypt) running at
+	// once; 0 means half the cores.
+	PasswordChecks int
+	// MaxConnections caps the connections of the HTTP listener, in all and
+	// from one client address (an IPv6 client's /64 counts as one);
+	// MaxWebsocketsPerAddress caps the device websockets from one address.
+	// 0 means no cap.
+	MaxConnections, MaxConnectionsPerAddress, MaxWebsocketsPerAddress int
+	// DefaultDeviceLimit is how many devices an account may bind when
+	// neither it nor its provider sets devices_per_account_limit; 0 means
+	// no limit.
+	DefaultDeviceLimit int
 }
 
 // Defaults returns the configuration used when nothing is set: everything
 // embedded, data under ./data, listening on :8080.
 func Defaults() Config {
 	return Config{
-		HTTPAddr:              ":8080",
-		DataDir:               "./data",
-		EventStore:            EventStoreEmbedded,
-		Stats:                 StatsEmbedded,
-		Features:              []string{},
-		LogLevel:              slog.LevelInfo,
-		LogFormat:             logging.Text,
-		ShutdownTimeout:       15 * time.Second,
-		ReadYourWritesTimeout: 5 * time.Second,
-		CommitDelay:           300 * time.Microsecond,
-		EndOfDayLocation:      time.UTC,
-		BillingHeaderPrefix:   "X-TVSM-",
-		BillingTimeout:        10 * time.Second,
-		AdminLoginFailures:    5,
-		AdminAddressFailures:  20,
-		DeviceLoginFailures:   5,
-		DeviceAddressFailures: 20,
+		HTTPAddr:                 ":8080",
+		DataDir:                  "./data",
+		EventStore:               EventStoreEmbedded,
+		Stats:                    StatsEmbedded,
+		Features:                 []string{},
+		LogLevel:                 slog.LevelInfo,
+		LogFormat:                logging.Text,
+		ShutdownTimeout:          15 * time.Second,
+		ReadYourWritesTimeout:    5 * time.Second,
+		CommitDelay:              300 * time.Microsecond,
+		EndOfDayLocation:         time.UTC,
+		BillingHeaderPrefix:      "X-TVSM-",
+		BillingTimeout:           10 * time.Second,
+		BillingAllowedNetworks:   []netip.Prefix{},
+		AdminLoginFailures:       5,
+		AdminAddressFailures:     20,
+		AdminLoginTotalFailures:  20,
+		DeviceLoginFailures:      5,
+		DeviceAddressFailures:    20,
+		DeviceLoginTotalFailures: 20,
+		MaxConnections:           100_000,
+		MaxConnectionsPerAddress: 1000,
+		MaxWebsocketsPerAddress:  500,
+		DefaultDeviceLimit:       100,
 	}
 }
 
@@ -130,8 +163,18 @@ func (c Config) Validate() error {
 	if c.AdminPassword != "" && c.AdminLogin == "" {
 		return errors.New("admin_password is set but admin_login is not")
 	}
+	if c.EventStore != EventStoreEmbedded && c.Stats == StatsEmbedded && !c.StatsEmbeddedOnSharedStore {
+		return errEmbeddedStatsOnSharedStore
+	}
 	return nil
 }
+
+// errEmbeddedStatsOnSharedStore explains why a node on a shared event store
+// does not start with the embedded statistics store.
+var errEmbeddedStatsOnSharedStore = errors.New("stats: the embedded statistics store is one node's own; " +
+	"with a shared event store (eventstore: esdb://...) every node would keep and answer from its own copy, " +
+	"which may differ between nodes around midnight: use ClickHouse (stats: clickhouse://host:9000/db), " +
+	"or set stats_embedded_on_shared_store: true to accept that")
 
 // LogValue renders the configuration for the start-up log line with secrets
 // (the admin password, passwords inside URLs) masked.
@@ -186,6 +229,20 @@ var settings = []setting{
 		get: func(c *Config) string { return c.HTTPAddr },
 	},
 	{
+		key:   "ops_http",
+		usage: "`host:port` of a second listener for /metrics, /healthz, /readyz and /debug/pprof, which then leave --http (empty: none)",
+		set: func(c *Config, v string) error {
+			if v != "" {
+				if err := checkListenAddr(v); err != nil {
+					return err
+				}
+			}
+			c.OpsHTTPAddr = v
+			return nil
+		},
+		get: func(c *Config) string { return c.OpsHTTPAddr },
+	},
+	{
 		key:   "data",
 		usage: "data `directory` (event log, snapshots, embedded statistics)",
 		set: func(c *Config, v string) error {
@@ -222,6 +279,16 @@ var settings = []setting{
 			return nil
 		},
 		get: func(c *Config) string { return c.Stats },
+	},
+	{
+		key:   "stats_embedded_on_shared_store",
+		usage: "`true` lets the embedded statistics store run on a shared event store (EventStoreDB), each node keeping its own copy; refused by default",
+		set: func(c *Config, v string) error {
+			b, err := parseBool(v)
+			c.StatsEmbeddedOnSharedStore = b
+			return err
+		},
+		get: func(c *Config) string { return strconv.FormatBool(c.StatsEmbeddedOnSharedStore) },
 	},
 	{
 		key:   "features",
@@ -261,12 +328,9 @@ var settings = []setting{
 		key:   "access_log",
 		usage: "`true` logs every answered HTTP request at info level; false (default) logs failed requests only, the rest at debug",
 		set: func(c *Config, v string) error {
-			b, err := strconv.ParseBool(strings.TrimSpace(v))
-			if err != nil {
-				return fmt.Errorf("%q is not true or false", v)
-			}
+			b, err := parseBool(v)
 			c.AccessLog = b
-			return nil
+			return err
 		},
 		get: func(c *Config) string { return strconv.FormatBool(c.AccessLog) },
 	},
@@ -384,10 +448,61 @@ var settings = []setting{
 		},
 		get: func(c *Config) string { return c.BillingTimeout.String() },
 	},
-	failuresSetting("admin_login_failures", "failed Basic logins of one administrator", func(c *Config) *int { return &c.AdminLoginFailures }),
+	{
+		key:   "billing_allowed_networks",
+		usage: "comma-separated CIDR `networks` billing may be reached in although refused by default (loopback, private, link-local), e.g. 10.0.0.0/8,127.0.0.0/8",
+		list:  true,
+		set: func(c *Config, v string) error {
+			nets, err := ParseNetworks(v)
+			c.BillingAllowedNetworks = nets
+			return err
+		},
+		get: func(c *Config) string { return FormatNetworks(c.BillingAllowedNetworks) },
+	},
+	failuresSetting("admin_login_failures", "failed Basic logins of one administrator from one client address", func(c *Config) *int { return &c.AdminLoginFailures }),
 	failuresSetting("admin_address_failures", "failed Basic logins from one client address", func(c *Config) *int { return &c.AdminAddressFailures }),
-	failuresSetting("device_login_failures", "failed device logins of one account login", func(c *Config) *int { return &c.DeviceLoginFailures }),
+	failuresSetting("admin_login_total_failures", "failed Basic logins of one administrator from all addresses (refusing only addresses that failed it)", func(c *Config) *int { return &c.AdminLoginTotalFailures }),
+	failuresSetting("device_login_failures", "failed device logins of one account login from one client address", func(c *Config) *int { return &c.DeviceLoginFailures }),
 	failuresSetting("device_address_failures", "failed device logins from one client address", func(c *Config) *int { return &c.DeviceAddressFailures }),
+	failuresSetting("device_login_total_failures", "failed device logins of one account login from all addresses (refusing only addresses that failed it)", func(c *Config) *int { return &c.DeviceLoginTotalFailures }),
+	{
+		key:   "password_checks",
+		usage: "`count` of admin password checks (bcrypt) run at once; more are answered 503 at once (0 = half the cores)",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 0 || n > 1024 {
+				return fmt.Errorf("%q must be a whole number from 0 to 1024", v)
+			}
+			c.PasswordChecks = n
+			return nil
+		},
+		get: func(c *Config) string { return strconv.Itoa(c.PasswordChecks) },
+	},
+	countSetting("max_connections", "connections the HTTP listener holds at once; more are answered 503 and closed", 10_000_000,
+		func(c *Config) *int { return &c.MaxConnections }),
+	countSetting("max_connections_per_address", "connections one client address (an IPv6 /64) holds at once; more are answered 429 and closed", 10_000_000,
+		func(c *Config) *int { return &c.MaxConnectionsPerAddress }),
+	countSetting("max_websockets_per_address", "device websockets one client address (an IPv6 /64) holds at once; more upgrades are answered 429", 10_000_000,
+		func(c *Config) *int { return &c.MaxWebsocketsPerAddress }),
+	countSetting("default_device_limit", "devices an account may bind when neither it nor its provider sets devices_per_account_limit", math.MaxInt32,
+		func(c *Config) *int { return &c.DefaultDeviceLimit }),
+}
+
+// countSetting is a cap from 0 (none) to max.
+func countSetting(key, what string, max int, field func(*Config) *int) setting {
+	return setting{
+		key:   key,
+		usage: "`count` of " + what + " (0 = no limit)",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 0 || n > max {
+				return fmt.Errorf("%q must be a whole number from 0 to %d", v, max)
+			}
+			*field(c) = n
+			return nil
+		},
+		get: func(c *Config) string { return strconv.Itoa(*field(c)) },
+	}
 }
 
 // failuresSetting is a limit of failed logins per minute.
@@ -481,6 +596,14 @@ func parseFeatures(v string) ([]string, error) {
 // this long for its fsync, on top of the fsync itself.
 const maxCommitDelay = 10 * time.Millisecond
 
+func parseBool(v string) (bool, error) {
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("%q is not true or false", v)
+	}
+	return b, nil
+}
+
 func parsePositiveDuration(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(v))
 	if err != nil {
@@ -503,4 +626,41 @@ func parseLocation(v string) (*time.Location, error) {
 		return nil, fmt.Errorf("unknown time zone %q", v)
 	}
 	return loc, nil
+}
+
+// ParseNetworks parses a comma-separated list of CIDR networks (blanks
+// ignored), such as "10.0.0.0/8, 127.0.0.0/8". A bare address is taken as
+// the network of that one address; IPv4-mapped IPv6 networks as IPv4.
+func ParseNetworks(v string) ([]netip.Prefix, error) {
+	nets := []netip.Prefix{}
+	for part := range strings.SplitSeq(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if a, aerr := netip.ParseAddr(part); err != nil && aerr == nil {
+			p, err = netip.PrefixFrom(a, a.BitLen()), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR network such as 10.0.0.0/8", part)
+		}
+		if p.Addr().Is4In6() {
+			if p.Bits() < 96 {
+				return nil, fmt.Errorf("%q: an IPv4-mapped network needs at least 96 bits", part)
+			}
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		nets = append(nets, p.Masked())
+	}
+	return nets, nil
+}
+
+// FormatNetworks writes networks as ParseNetworks reads them.
+func FormatNetworks(nets []netip.Prefix) string {
+	parts := make([]string, len(nets))
+	for i, n := range nets {
+		parts[i] = n.String()
+	}
+	return strings.Join(parts, ",")
 }

@@ -5,9 +5,11 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -131,9 +133,35 @@ eod_timezone: Europe/Berlin
 			},
 		},
 		{
+			name: "embedded statistics on a shared store when allowed",
+			args: []string{"--eventstore", "esdb://localhost:2113?tls=false", "--stats-embedded-on-shared-store", "true"},
+			want: func(c *Config) {
+				c.EventStore = "esdb://localhost:2113?tls=false"
+				c.StatsEmbeddedOnSharedStore = true
+			},
+		},
+		{
 			name: "features as a YAML string and an empty value",
 			file: "features: billing\nadmin_login:\n",
 			want: func(c *Config) { c.Features = []string{FeatureBilling} },
+		},
+		{
+			name: "billing networks as a YAML list, ops listener",
+			file: "billing_allowed_networks: [10.0.0.0/8, '127.0.0.1', '::ffff:192.168.0.0/112']\nops_http: 127.0.0.1:9100\n",
+			want: func(c *Config) {
+				c.BillingAllowedNetworks = []netip.Prefix{
+					netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("192.168.0.0/16"),
+				}
+				c.OpsHTTPAddr = "127.0.0.1:9100"
+			},
+		},
+		{
+			name: "billing networks in the environment, comma-separated",
+			env:  map[string]string{"TVSM_BILLING_ALLOWED_NETWORKS": " 10.0.0.0/8 ,127.0.0.0/8,", "TVSM_PASSWORD_CHECKS": "3"},
+			want: func(c *Config) {
+				c.BillingAllowedNetworks = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.0/8")}
+				c.PasswordChecks = 3
+			},
 		},
 		{
 			name: "YAML anchors and aliases",
@@ -232,6 +260,14 @@ func TestLoadErrors(t *testing.T) {
 		{name: "top level list", file: "- http\n", want: []string{"line 1: want a mapping"}},
 		{name: "two documents", file: "http: :1\n---\nhttp: :2\n", want: []string{"line 2: a second YAML document"}},
 		{name: "malformed YAML", file: "http: [\n", want: []string{"config file", "parse:"}},
+		{name: "bad billing network", env: map[string]string{"TVSM_BILLING_ALLOWED_NETWORKS": "10.0.0.0/8,10.0.0/8"}, want: []string{"env TVSM_BILLING_ALLOWED_NETWORKS", `"10.0.0/8" is not a CIDR network`}},
+		{name: "mapped network too wide", args: []string{"--billing-allowed-networks", "::ffff:0:0/90"}, want: []string{"-billing-allowed-networks", "at least 96 bits"}},
+		{name: "bad ops listener", file: "ops_http: 9100\n", want: []string{`key "ops_http"`, "not host:port"}},
+		{name: "negative password checks", args: []string{"--password-checks", "-1"}, want: []string{"-password-checks", "from 0 to 1024"}},
+		{name: "zero total failures", env: map[string]string{"TVSM_ADMIN_LOGIN_TOTAL_FAILURES": "0"}, want: []string{"env TVSM_ADMIN_LOGIN_TOTAL_FAILURES", "from 1 to 1000000"}},
+		{name: "embedded statistics on a shared store", args: []string{"--eventstore", "esdb://localhost:2113?tls=false"}, want: []string{"stats: the embedded statistics store is one node's own", "stats_embedded_on_shared_store: true"}},
+		{name: "embedded statistics on a shared store explicitly not allowed", env: map[string]string{"TVSM_EVENTSTORE": "esdb://h:2113", "TVSM_STATS_EMBEDDED_ON_SHARED_STORE": "false"}, want: []string{"stats_embedded_on_shared_store: true"}},
+		{name: "bad bool", file: "stats_embedded_on_shared_store: yes please\n", want: []string{`key "stats_embedded_on_shared_store"`, "not true or false"}},
 		{name: "positional argument", args: []string{"extra"}, want: []string{`unexpected argument "extra"`}},
 		{name: "missing file", args: []string{"--config", "/nonexistent/tvsm.yaml"}, want: []string{"config file: open /nonexistent/tvsm.yaml"}},
 	}
@@ -349,4 +385,27 @@ func TestDocsNameEverySetting(t *testing.T) {
 			t.Errorf("docs/configuration.md does not give the default %q of %s", def, s.key)
 		}
 	}
+}
+
+// FuzzParseNetworks: whatever the list, ParseNetworks does not panic, and
+// what it accepts is written back (FormatNetworks) to the same networks.
+func FuzzParseNetworks(f *testing.F) {
+	for _, seed := range []string{"10.0.0.0/8,127.0.0.0/8", " 127.0.0.1 , ::1 ", "::ffff:10.0.0.0/104", "10.0.0/8", "", ",", "fe80::/10%eth0", "1.2.3.4/33"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		nets, err := ParseNetworks(v)
+		if err != nil {
+			return
+		}
+		again, err := ParseNetworks(FormatNetworks(nets))
+		if err != nil || !slices.Equal(again, nets) {
+			t.Fatalf("ParseNetworks(%q) = %v, written %q, read back %v, %v", v, nets, FormatNetworks(nets), again, err)
+		}
+		for _, n := range nets {
+			if !n.IsValid() || n != n.Masked() || n.Addr().Is4In6() {
+				t.Fatalf("ParseNetworks(%q) holds %v", v, n)
+			}
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"tvsm/internal/platform/indexheap"
+	"tvsm/internal/platform/supervise"
 )
 
 // Timers is a heap of one-off jobs, each named by a key, run when the clock
@@ -140,7 +141,8 @@ func (t *Timers) fire(a *arming) {
 		if j == nil {
 			return
 		}
-		j.fn()
+		// A job's panic is recovered, logged and counted; later jobs run.
+		supervise.Do(nil, "timer", j.fn)
 	}
 }
 

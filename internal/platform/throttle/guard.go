@@ -1,67 +1,265 @@
 package throttle
 
-import "time"
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Defaults of GuardOptions.
+const (
+	DefaultLoginTotalLimit = 20
+	DefaultMaxWait         = 2 * time.Second
+)
+
+// InFlightRetry is the wait a Guard answers when an attempt is refused
+// because attempts still being checked would reach a limit if they failed,
+// and they did not finish within GuardOptions.MaxWait.
+const InFlightRetry = time.Second
 
 // GuardOptions configure a Guard. Zero fields take the defaults.
 type GuardOptions struct {
-	// LoginLimit is the failures allowed per login within Window (default
-	// DefaultLimit, 5).
+	// LoginLimit is the failures allowed per login from one client address
+	// within Window (default DefaultLimit, 5).
 	LoginLimit int
-	// AddressLimit is the failures allowed per client address within Window
-	// (default DefaultAddressLimit, 20).
+	// AddressLimit is the failures allowed per client address within Window,
+	// whatever the logins (default DefaultAddressLimit, 20).
 	AddressLimit int
+	// LoginTotalLimit is the failures allowed per login from all addresses
+	// together within Window (default DefaultLoginTotalLimit, 20). Reaching
+	// it refuses only the addresses that have themselves failed for that
+	// login within Window: an address that has not keeps being checked, so
+	// that nobody can lock the owner of a login out by failing it.
+	LoginTotalLimit int
 	// Window is the sliding window (default one minute).
 	Window time.Duration
-	// MaxKeys bounds the logins and, separately, the addresses tracked.
+	// MaxKeys bounds the keys tracked by each of the three limits.
 	MaxKeys int
+	// MaxWait bounds how long Begin waits for attempts in flight to finish
+	// when they could reach a limit (default DefaultMaxWait): a burst of
+	// logins from one address (set-top boxes behind one NAT starting
+	// together) is checked a limit's worth at a time instead of refused.
+	MaxWait time.Duration
 	Clock   func() time.Time
 }
 
-// Guard throttles failed logins by login and by client address together:
-// guessing one login's password is limited by the first, trying many
-// logins from one address by the second. A nil *Guard allows everything.
+// Guard throttles failed logins by three counts together: per login and
+// client address (guessing one login's password from one address), per
+// address (trying many logins from one address) and per login across
+// addresses (guessing from many addresses), the last one applied only to
+// addresses that have failed for the login themselves.
+//
+// An attempt is counted from the moment it begins, before its password is
+// checked (Begin), and its outcome confirms or releases it: so concurrent
+// attempts cannot all pass a limit that each of them alone respects. A nil
+// *Guard allows everything.
 type Guard struct {
-	logins, addresses *Limiter
+	pairs     *Keyed[pairKey]
+	addresses *Limiter
+	logins    *Limiter
+	maxWait   time.Duration
+
+	mu sync.Mutex
+	// Attempts begun and not yet finished, per key of each limit.
+	pairsInFlight     map[pairKey]int
+	addressesInFlight map[string]int
+	loginsInFlight    map[string]int
+	// finished is closed (and replaced) when an attempt finishes while
+	// waiting attempts wait for room, waking them.
+	finished chan struct{}
+	waiting  int
 }
+
+// pairKey is a login tried from an address.
+type pairKey struct{ login, address string }
 
 // NewGuard returns a guard with o.
 func NewGuard(o GuardOptions) *Guard {
 	if o.AddressLimit <= 0 {
 		o.AddressLimit = DefaultAddressLimit
 	}
+	if o.LoginTotalLimit <= 0 {
+		o.LoginTotalLimit = DefaultLoginTotalLimit
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = DefaultMaxWait
+	}
+	limit := func(n int) Options { return Options{Limit: n, Window: o.Window, MaxKeys: o.MaxKeys, Clock: o.Clock} }
 	return &Guard{
-		logins:    New(Options{Limit: o.LoginLimit, Window: o.Window, MaxKeys: o.MaxKeys, Clock: o.Clock}),
-		addresses: New(Options{Limit: o.AddressLimit, Window: o.Window, MaxKeys: o.MaxKeys, Clock: o.Clock}),
+		pairs:             NewKeyed[pairKey](limit(o.LoginLimit)),
+		addresses:         New(limit(o.AddressLimit)),
+		logins:            New(limit(o.LoginTotalLimit)),
+		maxWait:           o.MaxWait,
+		pairsInFlight:     map[pairKey]int{},
+		addressesInFlight: map[string]int{},
+		loginsInFlight:    map[string]int{},
+		finished:          make(chan struct{}),
 	}
 }
 
-// Allow reports whether a login attempt for login from address may be
-// checked now; when not, retryAfter is how long until it may (the longer
-// wait of the two limits).
-func (g *Guard) Allow(login, address string) (ok bool, retryAfter time.Duration) {
+// Attempt is a login attempt a Guard let through. Exactly one of Failed,
+// Succeeded or Abandoned must be called once its credentials are checked.
+// The zero Attempt (of a nil Guard) does nothing.
+type Attempt struct {
+	g   *Guard
+	key pairKey
+}
+
+// Check reports whether login may be tried from address now, by the
+// failures recorded only: the question for credentials that need no check
+// (verified recently), which cannot fail. When not, retryAfter is how long
+// until it may.
+func (g *Guard) Check(login, address string) (retryAfter time.Duration, ok bool) {
 	if g == nil {
-		return true, 0
+		return 0, true
 	}
-	okLogin, waitLogin := g.logins.Allow(login)
-	okAddr, waitAddr := g.addresses.Allow(address)
-	return okLogin && okAddr, max(waitLogin, waitAddr)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	failed, _, wait := g.room(pairKey{login, address})
+	return wait, !failed
 }
 
-// Fail records a failed attempt for login from address.
-func (g *Guard) Fail(login, address string) {
+// Forget forgets the failures of login from address after a success that
+// needed no attempt (Check, then credentials verified recently).
+func (g *Guard) Forget(login, address string) {
 	if g == nil {
 		return
 	}
-	g.logins.Fail(login)
-	g.addresses.Fail(address)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pairs.Succeed(pairKey{login, address})
 }
 
-// Succeed records a successful login: the login's failures are forgotten.
-// The address's are kept, or one valid account would let its holder reset
-// the address limit between guesses at other logins.
-func (g *Guard) Succeed(login string) {
+// Begin reports whether an attempt to log in as login from address may be
+// checked now and, when it may, counts it as a failure until it finishes.
+// When failures recorded reach a limit it is refused at once; when only
+// attempts in flight would, were they to fail, it waits for them (at most
+// MaxWait, or until ctx ends) and is refused with InFlightRetry if there is
+// still no room. retryAfter is how long until it may be tried again.
+func (g *Guard) Begin(ctx context.Context, login, address string) (a Attempt, retryAfter time.Duration, ok bool) {
+	if g == nil {
+		return Attempt{}, 0, true
+	}
+	key := pairKey{login, address}
+	var timeout <-chan time.Time
+	for {
+		g.mu.Lock()
+		failed, full, wait := g.room(key)
+		if !failed && !full {
+			g.pairsInFlight[key]++
+			g.addressesInFlight[address]++
+			g.loginsInFlight[login]++
+			g.mu.Unlock()
+			return Attempt{g: g, key: key}, 0, true
+		}
+		if failed {
+			g.mu.Unlock()
+			return Attempt{}, wait, false
+		}
+		finished := g.finished
+		g.waiting++
+		g.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(g.maxWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		woken := false
+		select {
+		case <-finished:
+			woken = true
+		case <-timeout:
+		case <-ctx.Done():
+		}
+		g.mu.Lock()
+		g.waiting--
+		g.mu.Unlock()
+		if !woken {
+			return Attempt{}, InFlightRetry, false
+		}
+	}
+}
+
+// room says whether the failures recorded for key reach a limit (with the
+// wait until they no longer do), and whether they and the attempts in
+// flight would. g.mu is held.
+func (g *Guard) room(key pairKey) (failed, full bool, wait time.Duration) {
+	check := func(failures, inFlight, limit int, until time.Duration) {
+		switch {
+		case failures >= limit:
+			failed, wait = true, max(wait, until, time.Nanosecond)
+		case failures+inFlight >= limit:
+			full = true
+		}
+	}
+	pairFailures, pairWait := g.pairs.Failures(key)
+	check(pairFailures, g.pairsInFlight[key], g.pairs.Limit(), pairWait)
+	addrFailures, addrWait := g.addresses.Failures(key.address)
+	check(addrFailures, g.addressesInFlight[key.address], g.addresses.Limit(), addrWait)
+	// Only an address that failed the login itself is held to the login's
+	// total.
+	if pairFailures > 0 {
+		loginFailures, loginWait := g.logins.Failures(key.login)
+		check(loginFailures, g.loginsInFlight[key.login], g.logins.Limit(), loginWait)
+	}
+	return failed, full, wait
+}
+
+// Failed records the attempt as a failure for its login, its address and
+// the pair of both.
+func (a Attempt) Failed() {
+	a.end(func(g *Guard) {
+		g.pairs.Fail(a.key)
+		g.addresses.Fail(a.key.address)
+		g.logins.Fail(a.key.login)
+	})
+}
+
+// Succeeded records a successful login: the failures of the login from
+// this address are forgotten. The address's are kept, or one valid account
+// would let its holder reset the address limit between guesses at other
+// logins; so are the login's from other addresses.
+func (a Attempt) Succeeded() {
+	a.end(func(g *Guard) { g.pairs.Succeed(a.key) })
+}
+
+// Abandoned releases an attempt whose credentials could not be checked (the
+// check itself failed, or the caller went away): it counts as nothing.
+func (a Attempt) Abandoned() { a.end(nil) }
+
+// end takes the attempt out of flight and records its outcome (record,
+// unless nil) under the guard's lock.
+func (a Attempt) end(record func(*Guard)) {
+	g := a.g
 	if g == nil {
 		return
 	}
-	g.logins.Succeed(login)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.finish(a.key)
+	if record != nil {
+		record(g)
+	}
+}
+
+// finish removes an attempt from the in-flight counts and wakes the
+// attempts waiting for room; g.mu is held.
+func (g *Guard) finish(key pairKey) {
+	decrement(g.pairsInFlight, key)
+	decrement(g.addressesInFlight, key.address)
+	decrement(g.loginsInFlight, key.login)
+	if g.waiting > 0 {
+		close(g.finished)
+		g.finished = make(chan struct{})
+	}
+}
+
+// decrement lowers m[key], deleting it at zero so that the maps hold only
+// attempts in flight.
+func decrement[K comparable](m map[K]int, key K) {
+	if m[key] <= 1 {
+		delete(m, key)
+		return
+	}
+	m[key]--
 }

@@ -54,56 +54,74 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Limiter counts failures per key in a sliding window. It is safe for
+// Limiter counts failures per string key; see Keyed.
+type Limiter = Keyed[string]
+
+// New returns a limiter with opts.
+func New(opts Options) *Limiter { return NewKeyed[string](opts) }
+
+// Keyed counts failures per key in a sliding window. It is safe for
 // concurrent use.
-type Limiter struct {
+type Keyed[K comparable] struct {
 	opts Options
 
 	mu    sync.Mutex
-	keys  map[string]*list.Element // of *entry
-	order list.List                // by last failure, oldest first
+	keys  map[K]*list.Element // of *entry[K]
+	order list.List           // by last failure, oldest first
 }
 
 // entry is one key's failures within the window, oldest first; at most
 // Limit are kept, since more never change the answer.
-type entry struct {
-	key   string
+type entry[K comparable] struct {
+	key   K
 	times []int64 // unix nanoseconds
 }
 
-// New returns a limiter with opts.
-func New(opts Options) *Limiter {
-	return &Limiter{opts: opts.withDefaults(), keys: make(map[string]*list.Element)}
+// NewKeyed returns a limiter with opts, for keys of type K (a struct of
+// a login and an address, for one).
+func NewKeyed[K comparable](opts Options) *Keyed[K] {
+	return &Keyed[K]{opts: opts.withDefaults(), keys: make(map[K]*list.Element)}
 }
 
 // Allow reports whether key may make another attempt now; when it may not,
 // retryAfter is how long until it may.
-func (l *Limiter) Allow(key string) (ok bool, retryAfter time.Duration) {
+func (l *Keyed[K]) Allow(key K) (ok bool, retryAfter time.Duration) {
+	n, wait := l.Failures(key)
+	return n < l.opts.Limit, wait
+}
+
+// Failures returns how many failures of key lie within the window (at most
+// Limit: more are not kept) and, when that is Limit, how long until the
+// oldest of them leaves it.
+func (l *Keyed[K]) Failures(key K) (n int, retryAfter time.Duration) {
 	now := l.opts.Clock().UnixNano()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	el, found := l.keys[key]
 	if !found {
-		return true, 0
+		return 0, 0
 	}
-	e := el.Value.(*entry)
+	e := el.Value.(*entry[K])
 	e.expire(now - int64(l.opts.Window))
 	if len(e.times) == 0 {
 		// Every tracked entry has a failure in the window: forgetExpired
 		// orders entries by their last one.
 		l.remove(el)
-		return true, 0
+		return 0, 0
 	}
 	if len(e.times) < l.opts.Limit {
-		return true, 0
+		return len(e.times), 0
 	}
 	// The oldest of the Limit failures in the window frees a slot when it
 	// leaves the window.
-	return false, time.Duration(e.times[len(e.times)-l.opts.Limit] + int64(l.opts.Window) - now)
+	return len(e.times), time.Duration(e.times[len(e.times)-l.opts.Limit] + int64(l.opts.Window) - now)
 }
 
+// Limit returns the failures a key may have within the window.
+func (l *Keyed[K]) Limit() int { return l.opts.Limit }
+
 // Fail records a failed attempt of key.
-func (l *Limiter) Fail(key string) {
+func (l *Keyed[K]) Fail(key K) {
 	now := l.opts.Clock().UnixNano()
 	horizon := now - int64(l.opts.Window)
 	l.mu.Lock()
@@ -114,12 +132,12 @@ func (l *Limiter) Fail(key string) {
 		if len(l.keys) >= l.opts.MaxKeys {
 			l.remove(l.order.Front())
 		}
-		el = l.order.PushBack(&entry{key: key, times: make([]int64, 0, min(l.opts.Limit, 8))})
+		el = l.order.PushBack(&entry[K]{key: key, times: make([]int64, 0, min(l.opts.Limit, 8))})
 		l.keys[key] = el
 	} else {
 		l.order.MoveToBack(el)
 	}
-	e := el.Value.(*entry)
+	e := el.Value.(*entry[K])
 	e.expire(horizon)
 	if len(e.times) == l.opts.Limit {
 		e.times = append(e.times[:0], e.times[1:]...)
@@ -128,7 +146,7 @@ func (l *Limiter) Fail(key string) {
 }
 
 // Succeed forgets key's failures: a successful login starts afresh.
-func (l *Limiter) Succeed(key string) {
+func (l *Keyed[K]) Succeed(key K) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if el, found := l.keys[key]; found {
@@ -137,7 +155,7 @@ func (l *Limiter) Succeed(key string) {
 }
 
 // Len returns the number of keys tracked.
-func (l *Limiter) Len() int {
+func (l *Keyed[K]) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.keys)
@@ -146,9 +164,9 @@ func (l *Limiter) Len() int {
 // forgetExpired drops keys whose last failure left the window. They are at
 // the front, the order being by last failure. Allow drops an entry it
 // empties, so none is empty here; one that were would count as expired.
-func (l *Limiter) forgetExpired(horizon int64) {
+func (l *Keyed[K]) forgetExpired(horizon int64) {
 	for el := l.order.Front(); el != nil; el = l.order.Front() {
-		e := el.Value.(*entry)
+		e := el.Value.(*entry[K])
 		if n := len(e.times); n > 0 && e.times[n-1] > horizon {
 			return
 		}
@@ -156,13 +174,13 @@ func (l *Limiter) forgetExpired(horizon int64) {
 	}
 }
 
-func (l *Limiter) remove(el *list.Element) {
-	delete(l.keys, el.Value.(*entry).key)
+func (l *Keyed[K]) remove(el *list.Element) {
+	delete(l.keys, el.Value.(*entry[K]).key)
 	l.order.Remove(el)
 }
 
 // expire drops the failures at or before horizon.
-func (e *entry) expire(horizon int64) {
+func (e *entry[K]) expire(horizon int64) {
 	i := 0
 	for i < len(e.times) && e.times[i] <= horizon {
 		i++

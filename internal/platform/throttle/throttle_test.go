@@ -115,38 +115,6 @@ func TestLimiterBoundsKeys(t *testing.T) {
 	}
 }
 
-func TestGuard(t *testing.T) {
-	clock := testutil.NewClock(t0)
-	g := NewGuard(GuardOptions{LoginLimit: 2, AddressLimit: 3, Clock: clock.Now})
-	g.Fail("alice", "10.0.0.1")
-	g.Fail("alice", "10.0.0.2")
-	if ok, wait := g.Allow("alice", "10.0.0.3"); ok || wait != time.Minute {
-		t.Fatalf("alice from a third address: ok=%v wait=%v; want refused by the login limit", ok, wait)
-	}
-	if ok, _ := g.Allow("bob", "10.0.0.1"); !ok {
-		t.Fatal("bob refused")
-	}
-	g.Fail("bob", "10.0.0.1")
-	g.Fail("carol", "10.0.0.1") // the third failure from 10.0.0.1
-	if ok, _ := g.Allow("dave", "10.0.0.1"); ok {
-		t.Fatal("dave from an address with 3 failures allowed")
-	}
-	// A success clears the login, not the address.
-	g.Succeed("alice")
-	if ok, _ := g.Allow("alice", "10.0.0.9"); !ok {
-		t.Fatal("alice refused after a success")
-	}
-	if ok, _ := g.Allow("alice", "10.0.0.1"); ok {
-		t.Fatal("the address limit was cleared by a success")
-	}
-	var none *Guard
-	none.Fail("x", "y")
-	none.Succeed("x")
-	if ok, _ := none.Allow("x", "y"); !ok {
-		t.Fatal("a nil guard refused")
-	}
-}
-
 // TestLimiterConcurrent exercises the lock under the race detector.
 func TestLimiterConcurrent(t *testing.T) {
 	l := New(Options{Limit: 3, MaxKeys: 50})

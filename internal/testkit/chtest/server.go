@@ -165,6 +165,16 @@ func (s *Server) kill() {
 	<-s.exited
 }
 
+// Kill kills the server (SIGKILL, a crash: no flush, no goodbye to its
+// clients) and keeps its port and data for Restart.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	s.kill()
+	s.cmd = nil
+}
+
 // Restart starts a stopped server again on the same port and data.
 func (s *Server) Restart() error {
 	if s.cmd != nil {

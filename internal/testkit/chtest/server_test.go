@@ -22,6 +22,16 @@ func TestStartStopRestartClose(t *testing.T) {
 	if err := ping(s.Addr); err != nil {
 		t.Fatalf("ping after restart: %v", err)
 	}
+	s.Kill()
+	if err := ping(s.Addr); err == nil {
+		t.Fatal("ping answered after kill")
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatalf("restart after kill: %v", err)
+	}
+	if err := ping(s.Addr); err != nil {
+		t.Fatalf("ping after the restart after kill: %v", err)
+	}
 	dir := s.dir
 	if err := s.Close(); err != nil {
 		t.Fatalf("close: %v", err)

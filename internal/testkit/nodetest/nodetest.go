@@ -5,6 +5,7 @@ package nodetest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -22,10 +23,12 @@ import (
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
 	"tvsm/eventstore/record"
+	"tvsm/internal/adapters/billing/billingtest"
 	"tvsm/internal/platform/schedule"
 	"tvsm/internal/platform/throttle"
 	"tvsm/internal/wiring/node"
 	"tvsm/projections/stats"
+	"tvsm/wsgateway"
 )
 
 // Superadmin credentials every Env starts with.
@@ -60,10 +63,18 @@ type Options struct {
 	// tests mount routes there that the node does not mount yet.
 	Setup func(*node.Node)
 	// AdminLogins and DeviceLogins throttle failed logins. Zero limits are
-	// generous here (1000 per login, 10000 per address a minute), so that
-	// tests failing logins on purpose are not throttled; tests of the
-	// throttle set their own.
+	// generous here (1000 per login and address, 10000 per address and per
+	// login a minute), so that tests failing logins on purpose are not
+	// throttled; tests of the throttle set their own.
 	AdminLogins, DeviceLogins throttle.GuardOptions
+	// BcryptCost hashes admin passwords (default bcrypt.MinCost, to keep
+	// tests fast; benchmarks of logins pass bcrypt.DefaultCost).
+	BcryptCost int
+	// PasswordChecks bounds the admin password checks at once
+	// (node.Options.PasswordChecks). Zero is generous here (64), so that
+	// tests logging in concurrently are not refused; tests of the bound set
+	// their own.
+	PasswordChecks int
 	// DeviceTokenTTL is the lifetime of device tokens (default 30 days).
 	DeviceTokenTTL time.Duration
 	// Store, when set, is used instead of a new store in Dir, and is left
@@ -73,8 +84,15 @@ type Options struct {
 	// Timers drives the command dispatcher's delivery rules (default the
 	// system clock); pass the testutil.Clock whose Now is Clock.
 	Timers schedule.Clock
-	// Billing turns the billing proxy on (node.BillingOptions).
+	// Billing turns the billing proxy on (node.BillingOptions). Unless it
+	// sets AllowedNetworks (non-nil, empty for none), billing may be
+	// reached on loopback, where billingtest servers listen.
 	Billing node.BillingOptions
+	// Sockets configures the device websocket hub (node.Options.Sockets).
+	Sockets wsgateway.Options
+	// DefaultDeviceLimit is node.Options.DefaultDeviceLimit (0: the
+	// node's default, negative: none).
+	DefaultDeviceLimit int
 	// Stats and StatsName choose the statistics fact store (default the
 	// embedded one in Dir), as node.Options does.
 	Stats     stats.FactStore
@@ -89,6 +107,9 @@ func generous(o throttle.GuardOptions) throttle.GuardOptions {
 	if o.AddressLimit == 0 {
 		o.AddressLimit = 10000
 	}
+	if o.LoginTotalLimit == 0 {
+		o.LoginTotalLimit = 10000
+	}
 	return o
 }
 
@@ -96,7 +117,7 @@ func generous(o throttle.GuardOptions) throttle.GuardOptions {
 func Start(t testing.TB) *Env { return StartWith(t, Options{}) }
 
 // StartWith starts a node and stops it (and closes its store) when the test
-// ends. Passwords are hashed at bcrypt's minimum cost to keep tests fast.
+// ends. Passwords are hashed at bcrypt's minimum cost unless o says.
 func StartWith(t testing.TB, o Options) *Env {
 	t.Helper()
 	if o.Dir == "" {
@@ -114,15 +135,19 @@ func StartWith(t testing.TB, o Options) *Env {
 		}
 		closeStore = store.Close
 	}
+	if o.Billing.AllowedNetworks == nil {
+		o.Billing.AllowedNetworks = billingtest.LoopbackNetworks()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n, err := node.Start(ctx, store, node.Options{
 		DataDir: filepath.Join(o.Dir, "node"), Logger: o.Logger,
 		AdminLogin: SuperLogin, AdminPassword: SuperPassword,
-		BcryptCost: bcrypt.MinCost, Clock: o.Clock,
+		BcryptCost: cmp.Or(o.BcryptCost, bcrypt.MinCost), Clock: o.Clock,
 		AdminLogins: generous(o.AdminLogins), DeviceLogins: generous(o.DeviceLogins), DeviceTokenTTL: o.DeviceTokenTTL,
-		Timers: o.Timers, Billing: o.Billing, NodeName: "test",
-		Stats: o.Stats, StatsName: o.StatsName,
+		PasswordChecks: cmp.Or(o.PasswordChecks, 64),
+		Timers:         o.Timers, Billing: o.Billing, NodeName: "test", Sockets: o.Sockets,
+		Stats: o.Stats, StatsName: o.StatsName, DefaultDeviceLimit: o.DefaultDeviceLimit,
 	})
 	if err != nil {
 		_ = closeStore()
@@ -131,7 +156,7 @@ func StartWith(t testing.TB, o Options) *Env {
 	if o.Setup != nil {
 		o.Setup(n)
 	}
-	srv := httptest.NewServer(n.Engine)
+	srv := httptest.NewServer(n.Handler())
 	var once sync.Once
 	closeEnv := func() {
 		once.Do(func() {
@@ -158,6 +183,14 @@ func (e *Env) Do(t testing.TB, method, path, login, password string, body any) (
 
 // DoHeader is Do with extra request headers (Idempotency-Key, ...).
 func (e *Env) DoHeader(t testing.TB, method, path, login, password string, body any, header http.Header) (int, []byte) {
+	t.Helper()
+	resp, data := e.DoResponse(t, method, path, login, password, body, header)
+	return resp.StatusCode, data
+}
+
+// DoResponse is DoHeader returning the whole response (its body already
+// read into the bytes returned and closed), for tests of response headers.
+func (e *Env) DoResponse(t testing.TB, method, path, login, password string, body any, header http.Header) (*http.Response, []byte) {
 	t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
@@ -196,7 +229,7 @@ func (e *Env) DoHeader(t testing.TB, method, path, login, password string, body 
 	if err != nil {
 		t.Fatalf("nodetest: read %s %s: %v", method, path, err)
 	}
-	return resp.StatusCode, data
+	return resp, data
 }
 
 // Super is Do as the bootstrapped superadmin.

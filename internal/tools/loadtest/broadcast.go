@@ -30,11 +30,24 @@ import (
 // address, as one process may hold only so many sockets), one provider-wide
 // user_message, and the time until every device has it.
 type BroadcastOptions struct {
-	// Binary is the tvsm executable: it runs the node (`serve`) and the
-	// client processes (`simulate`).
+	// Binary is the tvsm executable: it runs the nodes (`serve`), the
+	// event store double (`esdb-double`) and the client processes
+	// (`simulate`).
 	Binary  string
 	Devices int
 	Procs   int
+	// Nodes is how many nodes serve the devices. One (the default) runs on
+	// the embedded event store; more run on one protocol double of
+	// EventStoreDB, and client process i connects to node i mod Nodes.
+	Nodes int
+	// ConnectRate is how many devices a second start connecting, over all
+	// client processes (default 2,000 per process). A first login binds the
+	// device with appends to the event store: on a cluster on the double,
+	// keep it below what the double takes, or logins queue up and time out.
+	ConnectRate int
+	// ProfileDir, when set, receives a CPU profile of every node
+	// (node-N.cpu.pprof) taken over the broadcast.
+	ProfileDir string
 	// Timeout bounds the whole scenario (default 5 minutes).
 	Timeout time.Duration
 	// Log receives progress lines (default io.Discard).
@@ -43,16 +56,62 @@ type BroadcastOptions struct {
 
 // BroadcastResult is what the scenario measured.
 type BroadcastResult struct {
-	Devices, Procs, Connected, Delivered int
-	ConnectTook                          time.Duration // from first login to all connected
-	FirstDelivery, AllDelivered          time.Duration // after the send request started
-	MessagesPerSecond                    float64
-	// Server memory, read from its /metrics after the accounts existed and
-	// again with every device connected and idle, each time after a garbage
-	// collection: the resident set, and the Go memory in use (heap spans and
-	// goroutine stacks; kernel socket buffers are in neither).
+	Devices, Procs, Nodes, Connected, Delivered int
+	FirstConnectTook                            time.Duration // from the first logins to all connected
+	ConnectTook                                 time.Duration // the same devices, known now, connecting again
+	FirstDelivery, AllDelivered                 time.Duration // after the send request started
+	MessagesPerSecond                           float64
+	// Server memory, read from its /metrics with the devices known but
+	// none connected and again with every device connected and idle
+	// (their second connection), each time after a garbage collection: the
+	// resident set, and the Go memory in use (heap spans and goroutine
+	// stacks; kernel socket buffers are in neither).
+	// Summed over the nodes.
 	RSSBefore, RSSAfter   float64
 	HeapBefore, HeapAfter float64
+	// PerNode is each node's share of the devices and its memory.
+	PerNode []NodeMemory
+	// Setup is how long creating the accounts took.
+	Setup time.Duration
+	// CPU is where processor time went from the send until every device
+	// had the message.
+	CPU CPU
+	// NodeDelivered is when the last device of each node's clients had the
+	// message, after the send request started.
+	NodeDelivered []time.Duration
+	// ClaimConflicts and ClaimFailures sum the nodes' delivery claims that
+	// lost to another node's and the delivery rounds given up (then
+	// retried a second later), over the whole run.
+	ClaimConflicts, ClaimFailures int
+}
+
+// NodeMemory is one node's connected devices and memory, as
+// BroadcastResult's totals, and its resident set before and after the
+// devices' first login and connection: that growth also holds what the
+// node keeps of every device of the cluster (its read model), not only of
+// those it holds.
+type NodeMemory struct {
+	Connected                     int
+	RSSBefore, RSSAfter           float64
+	HeapBefore, HeapAfter         float64
+	FirstRSSBefore, FirstRSSAfter float64
+}
+
+// FirstRSSPerDevice is the resident memory the first login and
+// connection of the node's devices added, per device it holds.
+func (m NodeMemory) FirstRSSPerDevice() float64 {
+	return (m.FirstRSSAfter - m.FirstRSSBefore) / float64(max(m.Connected, 1))
+}
+
+// RSSPerDevice is the resident memory each idle connection added to it.
+func (m NodeMemory) RSSPerDevice() float64 {
+	return (m.RSSAfter - m.RSSBefore) / float64(max(m.Connected, 1))
+}
+
+// HeapPerDevice is the Go memory (heap and stacks) each idle connection
+// added to it.
+func (m NodeMemory) HeapPerDevice() float64 {
+	return (m.HeapAfter - m.HeapBefore) / float64(max(m.Connected, 1))
 }
 
 // RSSPerDevice is the resident memory each idle connection added.
@@ -68,12 +127,26 @@ func (r BroadcastResult) HeapPerDevice() float64 {
 
 // String reports r in a few lines.
 func (r BroadcastResult) String() string {
-	return fmt.Sprintf("devices %d in %d client processes: %d connected in %v\n"+
+	s := fmt.Sprintf("devices %d in %d client processes on %d node(s): accounts created in %v, first connected in %v, %d connected again in %v\n"+
 		"user_message to the provider: first device after %v, all %d devices after %v (%.0f messages/s)\n"+
 		"server memory per idle connected device: %.1f KB resident, %.1f KB Go heap and stacks",
-		r.Devices, r.Procs, r.Connected, r.ConnectTook.Round(time.Millisecond),
+		r.Devices, r.Procs, r.Nodes, r.Setup.Round(time.Millisecond), r.FirstConnectTook.Round(time.Millisecond),
+		r.Connected, r.ConnectTook.Round(time.Millisecond),
 		r.FirstDelivery.Round(time.Microsecond), r.Delivered, r.AllDelivered.Round(time.Microsecond), r.MessagesPerSecond,
 		r.RSSPerDevice()/1024, r.HeapPerDevice()/1024)
+	if len(r.PerNode) > 1 {
+		s += fmt.Sprintf("\ndelivery claims lost to another node: %d; delivery rounds given up: %d", r.ClaimConflicts, r.ClaimFailures)
+		s += "\n" + r.CPU.String()
+		for i, n := range r.PerNode {
+			if i < len(r.NodeDelivered) {
+				s += fmt.Sprintf("\n  node %d: its devices all had the message after %v", i, r.NodeDelivered[i].Round(time.Millisecond))
+			}
+			s += fmt.Sprintf("\n  node %d: %d devices, %.1f KB resident and %.1f KB Go heap and stacks per idle connection"+
+				" (first login and connection: %.1f KB resident per device it holds)",
+				i, n.Connected, n.RSSPerDevice()/1024, n.HeapPerDevice()/1024, n.FirstRSSPerDevice()/1024)
+		}
+	}
+	return s
 }
 
 const benchPassword = "bench-admin-password"
@@ -83,6 +156,7 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	if o.Devices <= 0 || o.Procs <= 0 || o.Binary == "" {
 		return BroadcastResult{}, errors.New("loadtest: Binary, Devices and Procs are required")
 	}
+	o.Nodes = max(o.Nodes, 1)
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Minute
 	}
@@ -91,54 +165,106 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	srv, err := startServer(ctx, o.Binary, o.Log)
+	c, err := startCluster(ctx, o)
 	if err != nil {
 		return BroadcastResult{}, err
 	}
-	defer srv.stop()
-	res := BroadcastResult{Devices: o.Devices, Procs: o.Procs}
+	defer c.stop()
+	res := BroadcastResult{Devices: o.Devices, Procs: o.Procs, Nodes: o.Nodes, PerNode: make([]NodeMemory, o.Nodes)}
 
-	provider, tariff, err := srv.catalog(ctx)
+	first := c.nodes[0]
+	provider, tariff, err := first.catalog(ctx)
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(o.Log, "creating %d accounts\n", o.Devices)
-	if err := createAccounts(ctx, srv.url, provider, tariff, o.Devices); err != nil {
-		return res, err
-	}
-	if res.RSSBefore, res.HeapBefore, err = srv.memory(ctx); err != nil {
-		return res, err
-	}
-
+	fmt.Fprintf(o.Log, "creating %d accounts through %d node(s)\n", o.Devices, o.Nodes)
 	started := time.Now()
-	clients, err := startClients(ctx, o, srv.url, provider)
+	if err := c.createAccounts(ctx, provider, tariff, o.Devices); err != nil {
+		return res, err
+	}
+	res.Setup = time.Since(started)
+
+	// First the devices log in (binding them to their accounts, which
+	// every node's read model then holds) and connect; they hang up, and
+	// connect again: the second time measures what a connection costs the
+	// node that holds it, the first what the devices added in all.
+	first0, err := c.measure(ctx)
+	if err != nil {
+		return res, err
+	}
+	started = time.Now()
+	warmup, err := c.connectAll(ctx, o, provider)
+	if err != nil {
+		return res, err
+	}
+	res.FirstConnectTook = time.Since(started)
+	first1, err := c.measure(ctx)
+	warmup.stop()
+	if err != nil {
+		return res, err
+	}
+	if err := c.waitConnected(ctx, 0, o.Log); err != nil {
+		return res, err
+	}
+	schedule.Sleep(ctx, 3*time.Second) // let the disconnections' garbage settle
+	before, err := c.measure(ctx)
+	if err != nil {
+		return res, err
+	}
+	started = time.Now()
+	clients, err := c.connectAll(ctx, o, provider)
 	if err != nil {
 		return res, err
 	}
 	defer clients.stop()
-	if res.Connected, err = srv.waitConnected(ctx, o.Devices, o.Log); err != nil {
+	res.ConnectTook = time.Since(started)
+	after, err := c.measure(ctx)
+	if err != nil {
 		return res, err
 	}
-	res.ConnectTook = time.Since(started)
-	schedule.Sleep(ctx, 3*time.Second) // let the logins' garbage and buffers settle
-	if res.RSSAfter, res.HeapAfter, err = srv.memory(ctx); err != nil {
-		return res, err
+	for i := range res.PerNode {
+		res.PerNode[i] = NodeMemory{Connected: after[i].connections,
+			RSSBefore: before[i].rss, RSSAfter: after[i].rss, HeapBefore: before[i].heap, HeapAfter: after[i].heap,
+			FirstRSSBefore: first0[i].rss, FirstRSSAfter: first1[i].rss}
+		res.Connected += after[i].connections
+		res.RSSBefore, res.RSSAfter = res.RSSBefore+before[i].rss, res.RSSAfter+after[i].rss
+		res.HeapBefore, res.HeapAfter = res.HeapBefore+before[i].heap, res.HeapAfter+after[i].heap
 	}
 
+	profiles := c.profile(ctx, o.ProfileDir, o.Log)
 	fmt.Fprintf(o.Log, "%d devices connected; sending the message\n", res.Connected)
+	cpuBefore := c.sampleCPU(clients, false)
 	sent := time.Now()
-	if err := srv.sendMessage(ctx, provider); err != nil {
+	if err := first.sendMessage(ctx, provider); err != nil {
 		return res, err
 	}
 	results, err := clients.wait()
 	if err != nil {
 		return res, err
 	}
-	var first, last time.Time
+	res.CPU = c.sampleCPU(clients, true).since(cpuBefore)
+	if err := profiles(); err != nil {
+		return res, err
+	}
+	for _, n := range c.nodes {
+		m, err := n.metrics(ctx, claimConflictsMetric, claimFailuresMetric)
+		if err != nil {
+			return res, err
+		}
+		res.ClaimConflicts += int(m[claimConflictsMetric])
+		res.ClaimFailures += int(m[claimFailuresMetric])
+	}
+	res.NodeDelivered = make([]time.Duration, o.Nodes)
+	for i, r := range results {
+		if d := r.LastReceived.Sub(sent); r.Received > 0 && d > res.NodeDelivered[i%o.Nodes] {
+			res.NodeDelivered[i%o.Nodes] = d
+		}
+	}
+	var firstAt, last time.Time
 	for _, r := range results {
 		res.Delivered += r.Received
-		if !r.FirstReceived.IsZero() && (first.IsZero() || r.FirstReceived.Before(first)) {
-			first = r.FirstReceived
+		if !r.FirstReceived.IsZero() && (firstAt.IsZero() || r.FirstReceived.Before(firstAt)) {
+			firstAt = r.FirstReceived
 		}
 		if r.LastReceived.After(last) {
 			last = r.LastReceived
@@ -147,68 +273,350 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	if res.Delivered == 0 {
 		return res, errors.New("loadtest: no device received the message")
 	}
-	res.FirstDelivery, res.AllDelivered = first.Sub(sent), last.Sub(sent)
+	res.FirstDelivery, res.AllDelivered = firstAt.Sub(sent), last.Sub(sent)
 	res.MessagesPerSecond = float64(res.Delivered) / res.AllDelivered.Seconds()
 	return res, nil
 }
 
-// server is the node under test, a `tvsm serve` child process.
-type server struct {
-	cmd  *exec.Cmd
-	url  string
-	dir  string
-	http *http.Client
-	done chan error
+// cluster is what serves the devices: one node on the embedded store, or
+// several nodes on one protocol double of EventStoreDB.
+type cluster struct {
+	dir    string
+	double *process // nil with one node
+	nodes  []*server
 }
 
-// startServer starts `tvsm serve` on a free loopback port with a fresh data
-// directory and waits until it is ready.
-func startServer(ctx context.Context, binary string, log io.Writer) (*server, error) {
+// startCluster starts the nodes o asks for, each on a free loopback port,
+// in a fresh directory, and waits until every one is ready.
+func startCluster(ctx context.Context, o BroadcastOptions) (*cluster, error) {
 	dir, err := os.MkdirTemp("", "tvsm-bench-")
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	c := &cluster{dir: dir}
+	var store []string // serve's arguments choosing the event store
+	if o.Nodes > 1 {
+		addr, err := freeAddr()
+		if err != nil {
+			c.stop()
+			return nil, err
+		}
+		c.double, err = startProcess(o.Binary, o.Log, nil, "esdb-double", "--data", filepath.Join(dir, "esdb"), "--listen", addr)
+		if err != nil {
+			c.stop()
+			return nil, err
+		}
+		if err := waitListening(ctx, addr, c.double); err != nil {
+			c.stop()
+			return nil, err
+		}
+		store = []string{"--eventstore", "esdb://" + addr + "?tls=false", "--stats-embedded-on-shared-store", "true"}
+	}
+	for i := range o.Nodes {
+		addr, err := freeAddr()
+		if err != nil {
+			c.stop()
+			return nil, err
+		}
+		args := append([]string{"serve", "--http", addr, "--data", filepath.Join(dir, fmt.Sprintf("node-%d", i)),
+			"--log-level", "warn", "--node-name", fmt.Sprintf("bench-%d", i),
+			// Thousands of devices come from each of a few loopback
+			// addresses, past the per-address caps made for the internet.
+			"--max-connections-per-address", "0", "--max-websockets-per-address", "0"}, store...)
+		p, err := startProcess(o.Binary, o.Log, []string{"TVSM_ADMIN_LOGIN=admin", "TVSM_ADMIN_PASSWORD=" + benchPassword}, args...)
+		if err != nil {
+			c.stop()
+			return nil, err
+		}
+		c.nodes = append(c.nodes, &server{process: p, url: "http://" + addr, http: &http.Client{Timeout: 30 * time.Second}})
+	}
+	for _, n := range c.nodes {
+		if err := n.waitReady(ctx); err != nil {
+			c.stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// stop ends the nodes, then the double, and removes the data.
+func (c *cluster) stop() {
+	for _, n := range c.nodes {
+		n.stop()
+	}
+	if c.double != nil {
+		c.double.stop()
+	}
+	_ = os.RemoveAll(c.dir)
+}
+
+func (c *cluster) urls() []string {
+	urls := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		urls[i] = n.url
+	}
+	return urls
+}
+
+// createAccounts creates n accounts, each subscribed to tariff, through
+// every node at once (an equal share each), then waits until every node
+// lists them all.
+func (c *cluster) createAccounts(ctx context.Context, provider, tariff int64, n int) error {
+	for _, node := range c.nodes { // every node knows the catalog
+		if err := node.waitFor(ctx, fmt.Sprintf("/api/admin/tariffs/%d", tariff), 1); err != nil {
+			return err
+		}
+	}
+	per := (n + len(c.nodes) - 1) / len(c.nodes)
+	errs := make(chan error, len(c.nodes))
+	for i, node := range c.nodes {
+		go func() {
+			first, count := i*per, min(per, n-i*per)
+			if count <= 0 {
+				errs <- nil
+				return
+			}
+			sim, err := simulate.New(simulate.Options{URL: node.url, Provider: provider, Devices: count, First: first, Password: "bench",
+				AdminUser: "admin", AdminPassword: benchPassword, Tariff: tariff})
+			if err == nil {
+				err = sim.Setup(ctx)
+			}
+			errs <- err
+		}()
+	}
+	var err error
+	for range c.nodes {
+		err = errors.Join(err, <-errs)
+	}
+	if err != nil {
+		return err
+	}
+	for _, node := range c.nodes {
+		if err := node.waitFor(ctx, fmt.Sprintf("/api/provider/accounts?provider=%d&limit=1", provider), n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeMemory is one reading of a node's memory and connections.
+type nodeMemory struct {
+	rss, heap   float64
+	connections int
+}
+
+// measure reads every node's memory and connections.
+func (c *cluster) measure(ctx context.Context) ([]nodeMemory, error) {
+	out := make([]nodeMemory, len(c.nodes))
+	for i, n := range c.nodes {
+		rss, heap, err := n.memory(ctx)
+		if err != nil {
+			return nil, err
+		}
+		m, err := n.metrics(ctx, ConnectionsMetric)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = nodeMemory{rss: rss, heap: heap, connections: int(m[ConnectionsMetric])}
+	}
+	return out, nil
+}
+
+// connectAll starts the client processes, waits until every device is
+// connected, and lets the logins' garbage and buffers settle.
+func (c *cluster) connectAll(ctx context.Context, o BroadcastOptions, provider int64) (*clients, error) {
+	cl, err := startClients(ctx, o, c.urls(), provider)
 	if err != nil {
 		return nil, err
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.Command(binary, "serve", "--http", addr, "--data", filepath.Join(dir, "data"), "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "TVSM_ADMIN_LOGIN=admin", "TVSM_ADMIN_PASSWORD="+benchPassword)
+	if err := c.waitConnected(ctx, o.Devices, o.Log); err != nil {
+		cl.stop()
+		return nil, err
+	}
+	schedule.Sleep(ctx, 3*time.Second)
+	return cl, nil
+}
+
+// waitConnected polls the nodes until n devices are connected in all (at
+// least n; none when n is 0).
+func (c *cluster) waitConnected(ctx context.Context, n int, log io.Writer) error {
+	last := time.Now()
+	for {
+		got := 0
+		for _, node := range c.nodes {
+			m, err := node.metrics(ctx, ConnectionsMetric)
+			if err != nil {
+				return err
+			}
+			got += int(m[ConnectionsMetric])
+		}
+		if got >= n && (n > 0 || got == 0) {
+			return nil
+		}
+		if time.Since(last) > 2*time.Second {
+			fmt.Fprintf(log, "%d/%d devices connected\n", got, n)
+			last = time.Now()
+		}
+		if !schedule.Sleep(ctx, 100*time.Millisecond) {
+			return fmt.Errorf("loadtest: %d devices connected, waiting for %d: %w", got, n, ctx.Err())
+		}
+	}
+}
+
+// profileSeconds is how long the CPU profiles of the broadcast run.
+const profileSeconds = 5
+
+// profile starts a CPU profile of every node into dir (nothing when dir is
+// empty) and returns the function that waits for them.
+func (c *cluster) profile(ctx context.Context, dir string, log io.Writer) func() error {
+	if dir == "" {
+		return func() error { return nil }
+	}
+	errs := make(chan error, len(c.nodes))
+	for i, n := range c.nodes {
+		go func() {
+			path := filepath.Join(dir, fmt.Sprintf("node-%d.cpu.pprof", i))
+			errs <- n.download(ctx, fmt.Sprintf("/api/admin/debug/pprof/profile?seconds=%d", profileSeconds), path)
+		}()
+	}
+	// The profiles start before the message is sent.
+	schedule.Sleep(ctx, 200*time.Millisecond)
+	return func() error {
+		var err error
+		for range c.nodes {
+			err = errors.Join(err, <-errs)
+		}
+		if err == nil {
+			fmt.Fprintf(log, "CPU profiles of the broadcast in %s\n", dir)
+		}
+		return err
+	}
+}
+
+// process is a child process of the benchmark.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when it has exited, with err set
+	err    error
+}
+
+// startProcess starts binary with args, env added to the environment, its
+// standard error to log.
+func startProcess(binary string, log io.Writer, env []string, args ...string) (*process, error) {
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("loadtest: start server: %w", err)
+		return nil, fmt.Errorf("loadtest: start %s: %w", args[0], err)
 	}
-	s := &server{cmd: cmd, url: "http://" + addr, dir: dir, http: &http.Client{Timeout: 30 * time.Second}, done: make(chan error, 1)}
-	go func() { s.done <- cmd.Wait() }()
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// stop ends the process (SIGINT, then kill after 10 s).
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// waitListening waits until something accepts connections on addr.
+func waitListening(ctx context.Context, addr string, p *process) error {
 	for {
-		if resp, err := s.http.Get(s.url + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s, nil
-			}
+		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			conn.Close()
+			return nil
 		}
 		select {
-		case err := <-s.done:
-			return nil, fmt.Errorf("loadtest: server exited: %v", err)
+		case <-p.exited:
+			return fmt.Errorf("loadtest: %s exited: %v", p.cmd.Args[1], p.err)
 		case <-ctx.Done():
-			s.stop()
-			return nil, fmt.Errorf("loadtest: server not ready: %w", ctx.Err())
+			return fmt.Errorf("loadtest: nothing listens on %s: %w", addr, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-// stop ends the server (SIGINT, then kill after 10 s) and removes its data.
-func (s *server) stop() {
-	_ = s.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
+// server is a node under test, a `tvsm serve` child process.
+type server struct {
+	*process
+	url  string
+	http *http.Client
+}
+
+// waitReady waits until the node answers /readyz with 200.
+func (s *server) waitReady(ctx context.Context) error {
+	for {
+		if resp, err := s.http.Get(s.url + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("loadtest: server exited: %v", s.err)
+		case <-ctx.Done():
+			return fmt.Errorf("loadtest: server not ready: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	_ = os.RemoveAll(s.dir)
+}
+
+// waitFor polls the admin GET path until it answers 200 with a "total" of
+// at least total (or, without one, 200 at all).
+func (s *server) waitFor(ctx context.Context, path string, total int) error {
+	for {
+		var out struct {
+			Total *int `json:"total"`
+		}
+		err := s.admin(ctx, http.MethodGet, path, nil, &out)
+		if err == nil && (out.Total == nil || *out.Total >= total) {
+			return nil
+		}
+		if !schedule.Sleep(ctx, 100*time.Millisecond) {
+			return fmt.Errorf("loadtest: %s on %s: %v (last error %v)", path, s.url, ctx.Err(), err)
+		}
+	}
+}
+
+// download saves the answer of the admin GET path in file.
+func (s *server) download(ctx context.Context, path, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+path, nil)
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth("admin", benchPassword)
+	client := &http.Client{Timeout: time.Minute}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("loadtest: GET %s: %d", path, resp.StatusCode)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o644)
+}
+
+func freeAddr() (string, error) {
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	return "127.0.0.1:" + strconv.Itoa(port), nil
 }
 
 func freePort() (int, error) {
@@ -264,16 +672,6 @@ func (s *server) catalog(ctx context.Context) (provider, tariff int64, err error
 	return p.ID, t.ID, nil
 }
 
-// createAccounts creates one account per device, subscribed to tariff.
-func createAccounts(ctx context.Context, url string, provider, tariff int64, n int) error {
-	sim, err := simulate.New(simulate.Options{URL: url, Provider: provider, Devices: n, Password: "bench",
-		AdminUser: "admin", AdminPassword: benchPassword, Tariff: tariff})
-	if err != nil {
-		return err
-	}
-	return sim.Setup(ctx)
-}
-
 // metrics reads unlabelled values from the server's /metrics.
 func (s *server) metrics(ctx context.Context, names ...string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/metrics", nil)
@@ -326,27 +724,11 @@ func (s *server) memory(ctx context.Context) (rss, goMem float64, err error) {
 // ConnectionsMetric is the gauge of connected devices the node exports.
 const ConnectionsMetric = "tvsm_ws_connections"
 
-// waitConnected polls the server until n devices are connected.
-func (s *server) waitConnected(ctx context.Context, n int, log io.Writer) (int, error) {
-	last := time.Now()
-	for {
-		m, err := s.metrics(ctx, ConnectionsMetric)
-		if err != nil {
-			return 0, err
-		}
-		got := int(m[ConnectionsMetric])
-		if got >= n {
-			return got, nil
-		}
-		if time.Since(last) > 2*time.Second {
-			fmt.Fprintf(log, "%d/%d devices connected\n", got, n)
-			last = time.Now()
-		}
-		if !schedule.Sleep(ctx, 100*time.Millisecond) {
-			return got, fmt.Errorf("loadtest: %d of %d devices connected: %w", got, n, ctx.Err())
-		}
-	}
-}
+// The counters of delivery claims lost and delivery rounds given up.
+const (
+	claimConflictsMetric = "tvsm_dispatch_claim_conflicts_total"
+	claimFailuresMetric  = "tvsm_dispatch_claim_failures_total"
+)
 
 // sendMessage sends one user_message to every device of the provider.
 func (s *server) sendMessage(ctx context.Context, provider int64) error {
@@ -374,18 +756,23 @@ type clients struct {
 }
 
 // startClients starts o.Procs simulate processes, each with its share of
-// the devices and its own source address 127.0.0.(2+i).
-func startClients(ctx context.Context, o BroadcastOptions, url string, provider int64) (*clients, error) {
+// the devices and its own source address 127.0.0.(2+i), process i on node
+// i mod len(urls).
+func startClients(ctx context.Context, o BroadcastOptions, urls []string, provider int64) (*clients, error) {
 	c := &clients{errs: make([]error, o.Procs)}
 	per := (o.Devices + o.Procs - 1) / o.Procs
+	rate := 2000
+	if o.ConnectRate > 0 {
+		rate = max(1, (o.ConnectRate+o.Procs-1)/o.Procs)
+	}
 	for i := range o.Procs {
 		first, n := i*per, min(per, o.Devices-i*per)
 		if n <= 0 {
 			break
 		}
-		cmd := exec.CommandContext(ctx, o.Binary, "simulate", "--url", url, "--provider", strconv.FormatInt(provider, 10),
+		cmd := exec.CommandContext(ctx, o.Binary, "simulate", "--url", urls[i%len(urls)], "--provider", strconv.FormatInt(provider, 10),
 			"--devices", strconv.Itoa(n), "--first", strconv.Itoa(first), "--password", "bench",
-			"--source-ip", fmt.Sprintf("127.0.0.%d", 2+i), "--view-every", "0", "--connect-rate", "2000",
+			"--source-ip", fmt.Sprintf("127.0.0.%d", 2+i), "--view-every", "0", "--connect-rate", strconv.Itoa(rate),
 			"--stop-after-commands", "1", "--json", "--progress", "0")
 		out := new(bytes.Buffer)
 		cmd.Stdout, cmd.Stderr = out, o.Log
@@ -405,11 +792,13 @@ func (c *clients) wait() ([]simulate.Result, error) {
 	c.wg.Wait()
 	var out []simulate.Result
 	for i, buf := range c.outs {
-		if c.errs[i] != nil {
-			return nil, fmt.Errorf("loadtest: client %d: %w", i, c.errs[i])
-		}
+		// A client that counted errors exits non-zero after printing its
+		// figures, errors included: those are the result.
 		var r simulate.Result
 		if err := json.Unmarshal(buf.Bytes(), &r); err != nil {
+			if c.errs[i] != nil {
+				return nil, fmt.Errorf("loadtest: client %d: %w", i, c.errs[i])
+			}
 			return nil, fmt.Errorf("loadtest: client %d output %q: %w", i, buf.String(), err)
 		}
 		out = append(out, r)

@@ -2,6 +2,8 @@ package loadtest
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,30 +15,46 @@ import (
 
 // TestBroadcastSmall runs the benchmark scenario at a small scale with the
 // real binary: a `tvsm serve` process, two `tvsm simulate` processes from
-// 127.0.0.2 and 127.0.0.3, a provider-wide message. Every device must get
-// it exactly once (the simulators stop at their first command, and the
-// server's deliveries are counted).
+// 127.0.0.2 and 127.0.0.3, a provider-wide message; then three nodes on
+// the EventStoreDB protocol double with a client process each. Every
+// device must get it exactly once (the simulators stop at their first
+// command, and the server's deliveries are counted).
 func TestBroadcastSmall(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "tvsm")
 	build := exec.Command("go", "build", "-o", bin, "tvsm/cmd/tvsm")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	log := new(testutil.SyncBuffer)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	res, err := Broadcast(ctx, BroadcastOptions{Binary: bin, Devices: 40, Procs: 2, Timeout: 2 * time.Minute, Log: log})
-	if err != nil {
-		t.Fatalf("%v\nlog:\n%s", err, log)
+	for _, o := range []BroadcastOptions{{Devices: 40, Procs: 2}, {Devices: 60, Procs: 3, Nodes: 3, ProfileDir: t.TempDir()}} {
+		log := new(testutil.SyncBuffer)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		o.Binary, o.Timeout, o.Log = bin, 2*time.Minute, log
+		res, err := Broadcast(ctx, o)
+		cancel()
+		if err != nil {
+			t.Fatalf("%v\nlog:\n%s", err, log)
+		}
+		if res.Connected != o.Devices || res.Delivered != o.Devices {
+			t.Fatalf("connected %d, delivered %d, want %d each\n%s", res.Connected, res.Delivered, o.Devices, res)
+		}
+		if res.AllDelivered <= 0 || res.FirstDelivery > res.AllDelivered || res.RSSAfter <= 0 || res.HeapAfter <= 0 {
+			t.Fatalf("implausible figures: %+v", res)
+		}
+		if s := res.String(); !strings.Contains(s, fmt.Sprintf("all %d devices after", o.Devices)) {
+			t.Errorf("report %q", s)
+		}
+		for i, n := range res.PerNode {
+			if n.Connected != o.Devices/max(o.Nodes, 1) {
+				t.Errorf("node %d held %d devices, want %d", i, n.Connected, o.Devices/max(o.Nodes, 1))
+			}
+		}
+		if o.ProfileDir != "" {
+			for i := range o.Nodes {
+				if st, err := os.Stat(filepath.Join(o.ProfileDir, fmt.Sprintf("node-%d.cpu.pprof", i))); err != nil || st.Size() == 0 {
+					t.Errorf("profile of node %d: %v", i, err)
+				}
+			}
+		}
+		t.Log(res)
 	}
-	if res.Connected != 40 || res.Delivered != 40 {
-		t.Fatalf("connected %d, delivered %d, want 40 each\n%s", res.Connected, res.Delivered, res)
-	}
-	if res.AllDelivered <= 0 || res.FirstDelivery > res.AllDelivered || res.RSSAfter <= 0 || res.HeapAfter <= 0 {
-		t.Fatalf("implausible figures: %+v", res)
-	}
-	if s := res.String(); !strings.Contains(s, "all 40 devices after") {
-		t.Errorf("report %q", s)
-	}
-	t.Log(res)
 }

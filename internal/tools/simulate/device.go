@@ -30,11 +30,11 @@ func (s *Sim) device(ctx context.Context, i int) {
 		if token == "" {
 			t, err := s.doLogin(ctx, i)
 			if errors.Is(err, errDenied) {
-				s.c.Errors.Add(1)
+				s.fail(err)
 				return
 			}
 			if err != nil {
-				s.c.Errors.Add(1)
+				s.fail(err)
 				schedule.Sleep(ctx, jitter(backoff))
 				backoff = min(2*backoff, 10*time.Second)
 				continue
@@ -51,7 +51,7 @@ func (s *Sim) device(ctx context.Context, i int) {
 			s.c.LoggedIn.Add(-1)
 		}
 		if err != nil {
-			s.c.Errors.Add(1)
+			s.fail(err)
 		}
 		s.c.Reconnects.Add(1)
 		schedule.Sleep(ctx, jitter(backoff))
@@ -61,6 +61,18 @@ func (s *Sim) device(ctx context.Context, i int) {
 
 type loginResponse struct {
 	Token string `json:"token"`
+	raw   []byte
+}
+
+// UnmarshalJSON keeps the body, for an error's cause.
+func (l *loginResponse) UnmarshalJSON(data []byte) error {
+	l.raw = append(l.raw[:0], data...)
+	var v struct {
+		Token string `json:"token"`
+	}
+	err := json.Unmarshal(data, &v)
+	l.Token = v.Token
+	return err
 }
 
 // doLogin logs device i in and returns its token.
@@ -81,9 +93,9 @@ func (s *Sim) doLogin(ctx context.Context, i int) (string, error) {
 	case err != nil:
 		return "", err
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return "", fmt.Errorf("%w: status %d", errDenied, status)
+		return "", fmt.Errorf("%w: login of %s: %w", errDenied, s.login(i), serverError(status, out.raw))
 	case status != http.StatusOK || out.Token == "":
-		return "", fmt.Errorf("login: status %d", status)
+		return "", fmt.Errorf("login of %s: %w", s.login(i), serverError(status, out.raw))
 	}
 	return out.Token, nil
 }
@@ -111,6 +123,10 @@ func (s *Sim) call(ctx context.Context, method, path, token string, body []byte,
 		return 0, err
 	}
 	defer resp.Body.Close()
+	if lr, ok := out.(*loginResponse); ok && resp.StatusCode/100 != 2 {
+		lr.raw, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return resp.StatusCode, nil
+	}
 	if out != nil && resp.StatusCode/100 == 2 {
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 			return resp.StatusCode, fmt.Errorf("%s %s: %w", method, path, err)
@@ -194,17 +210,21 @@ func (s *Sim) reply(ws *websocket.Conn, kind, id string) error {
 	return ws.WriteMessage(websocket.TextMessage, msg)
 }
 
-type channel struct {
-	ID int64 `json:"id"`
+// channelList is the answer of GET /api/device/channels.
+type channelList struct {
+	Channels []struct {
+		ID int64 `json:"id"`
+	} `json:"channels"`
 }
 
 // view reports a viewing session every ViewEvery, on a channel of the
 // account's list.
 func (s *Sim) view(ctx context.Context, token string) {
-	var list []channel
-	if status, err := s.call(ctx, http.MethodGet, "/api/device/channels", token, nil, &list); err != nil || status != http.StatusOK || len(list) == 0 {
+	var answer channelList
+	if status, err := s.call(ctx, http.MethodGet, "/api/device/channels", token, nil, &answer); err != nil || status != http.StatusOK || len(answer.Channels) == 0 {
 		return // no services: nothing to watch
 	}
+	list := answer.Channels
 	t := time.NewTicker(jitter(s.opts.ViewEvery))
 	defer t.Stop()
 	for {
@@ -224,7 +244,7 @@ func (s *Sim) view(ctx context.Context, token string) {
 		}}})
 		if status, err := s.call(ctx, http.MethodPost, "/api/device/viewing", token, body, nil); err != nil || status != http.StatusNoContent {
 			if ctx.Err() == nil {
-				s.c.Errors.Add(1)
+				s.fail(fmt.Errorf("viewing report: status %d: %v", status, err))
 			}
 			continue
 		}

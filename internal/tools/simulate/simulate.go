@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -51,6 +52,11 @@ type Options struct {
 	// Provider API first, each with a subscription to Tariff (when > 0).
 	AdminUser, AdminPassword string
 	Tariff                   int64
+	// CreateCatalog, with AdminUser a superadmin, first makes sure a
+	// provider, a channel and a tariff named "Simulation" exist (creating
+	// what is missing) and uses them: Provider and Tariff are set to
+	// theirs. A fresh node needs nothing else.
+	CreateCatalog bool
 }
 
 func (o *Options) defaults() error {
@@ -58,7 +64,10 @@ func (o *Options) defaults() error {
 		return errors.New("simulate: URL is required")
 	}
 	o.URL = strings.TrimRight(o.URL, "/")
-	if o.Provider <= 0 {
+	if o.CreateCatalog && o.AdminUser == "" {
+		return errors.New("simulate: creating the provider, channel and tariff needs an admin")
+	}
+	if o.Provider <= 0 && !o.CreateCatalog {
 		return errors.New("simulate: provider must be a positive id")
 	}
 	if o.Devices <= 0 {
@@ -102,6 +111,11 @@ type Result struct {
 	Snapshot
 	FirstReceived, LastReceived time.Time
 	Received                    int // devices that got StopAfterCommands commands
+	// Provider and Tariff are those the devices used (CreateCatalog's).
+	Provider, Tariff int64
+	// LastError is the last error counted in Errors, with the server's
+	// answer when there was one.
+	LastError string `json:",omitempty"`
 }
 
 // Sim is a running simulation.
@@ -111,12 +125,13 @@ type Sim struct {
 	dialer *net.Dialer
 	c      Counters
 
-	mu       sync.Mutex
-	first    time.Time
-	last     time.Time
-	received int
-	done     chan struct{} // closed when every device has its commands
-	doneOnce sync.Once
+	mu        sync.Mutex
+	first     time.Time
+	last      time.Time
+	received  int
+	lastError string
+	done      chan struct{} // closed when every device has its commands
+	doneOnce  sync.Once
 }
 
 // New checks opts and prepares a simulation.
@@ -150,14 +165,21 @@ func (s *Sim) Snapshot() Snapshot {
 	}
 }
 
-// Run runs the devices until ctx is done or, with StopAfterCommands, until
-// every device received its commands. It returns the totals.
+// Run runs the devices until ctx is done (then it returns ctx's error) or,
+// with StopAfterCommands, until every device received its commands. It
+// returns the totals.
 func (s *Sim) Run(ctx context.Context) (Result, error) {
+	if s.opts.CreateCatalog {
+		if err := s.CreateCatalog(ctx); err != nil {
+			return Result{}, err
+		}
+	}
 	if s.opts.AdminUser != "" {
 		if err := s.Setup(ctx); err != nil {
 			return Result{}, err
 		}
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -187,7 +209,42 @@ func (s *Sim) Run(ctx context.Context) (Result, error) {
 	wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Result{Snapshot: s.Snapshot(), FirstReceived: s.first, LastReceived: s.last, Received: s.received}, ctx.Err()
+	return Result{Snapshot: s.Snapshot(), FirstReceived: s.first, LastReceived: s.last, Received: s.received,
+		Provider: s.opts.Provider, Tariff: s.opts.Tariff, LastError: s.lastError}, parent.Err()
+}
+
+// fail counts an error and keeps its text.
+func (s *Sim) fail(err error) {
+	s.c.Errors.Add(1)
+	s.mu.Lock()
+	s.lastError = err.Error()
+	s.mu.Unlock()
+}
+
+// ServerError is an answer of the node other than the one expected: its
+// status and the cause its error body gives (or the body itself).
+type ServerError struct {
+	Status int
+	Cause  string
+}
+
+func (e *ServerError) Error() string {
+	if e.Cause == "" {
+		return fmt.Sprintf("status %d", e.Status)
+	}
+	return fmt.Sprintf("status %d: %s", e.Status, e.Cause)
+}
+
+// serverError reads the cause out of an error body.
+func serverError(status int, body []byte) error {
+	var e struct {
+		Cause string `json:"cause"`
+	}
+	cause := strings.TrimSpace(string(body))
+	if json.Unmarshal(body, &e) == nil && e.Cause != "" {
+		cause = e.Cause
+	}
+	return &ServerError{Status: status, Cause: cause}
 }
 
 // gotAll records that a device received its StopAfterCommands commands.

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,14 +24,23 @@ type BillingOptions struct {
 	HeaderPrefix string
 	// Timeout bounds one call to billing (default billing's 10 s).
 	Timeout time.Duration
+	// AllowedNetworks are networks billing may be reached in although the
+	// address policy refuses them by default (loopback, private, ...):
+	// billing.Policy.Allowed.
+	AllowedNetworks []netip.Prefix
 }
+
+// policy is the address policy of billing calls and billing urls.
+func (o BillingOptions) policy() billing.Policy { return billing.Policy{Allowed: o.AllowedNetworks} }
 
 // startBilling builds the billing proxy of the Device API: the client and
 // the journal of calls, which the cleanup closes (storing what it still
 // holds). It starts before the gateway so that the cleanup closes the
 // gateway first.
 func (n *Node) startBilling(_ context.Context, opts Options) error {
-	client, err := billing.NewClient(billing.Options{HeaderPrefix: opts.Billing.HeaderPrefix, Timeout: opts.Billing.Timeout})
+	client, err := billing.NewClient(billing.Options{
+		HeaderPrefix: opts.Billing.HeaderPrefix, Timeout: opts.Billing.Timeout, Addresses: opts.Billing.policy(),
+	})
 	if err != nil {
 		return fmt.Errorf("billing: %w", err)
 	}
@@ -74,6 +84,9 @@ func (n *Node) startGateway(ctx context.Context, opts Options) error {
 // registerGatewayMetrics exports the gateway's figures, read when scraped.
 func registerGatewayMetrics(reg prometheus.Registerer, d *dispatch.Dispatcher, j *billing.Journal) {
 	metrics.Register(reg, dispatchCollector{stats: d.Stats})
+	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tvsm_ws_refused_total", Help: "Websocket upgrades refused because the client's address held max_websockets_per_address.",
+	}, func() float64 { return float64(d.Hub().Stats().AddressFull) }))
 	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "tvsm_billing_journal_dropped_total", Help: "Proxied billing calls not journaled (queue full or store error).",
 	}, func() float64 { st := j.Stats(); return float64(st.Dropped + st.Failed) }))

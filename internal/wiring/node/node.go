@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
 	"tvsm/domain"
@@ -29,6 +31,7 @@ import (
 	"tvsm/internal/app/query"
 	"tvsm/internal/platform/metrics"
 	"tvsm/internal/platform/schedule"
+	"tvsm/internal/platform/supervise"
 	"tvsm/internal/platform/throttle"
 	"tvsm/projections"
 	"tvsm/projections/readmodel"
@@ -40,6 +43,11 @@ import (
 // DefaultAdminLogin is the login of the first superadmin when none is
 // configured.
 const DefaultAdminLogin = "admin"
+
+// DefaultDeviceLimit is how many devices an account may bind when neither
+// it nor its provider sets a limit: households have a handful, and one
+// account's credentials cannot bind thousands.
+const DefaultDeviceLimit = 100
 
 // Options configure a node. DataDir is required.
 type Options struct {
@@ -60,6 +68,9 @@ type Options struct {
 	// AccessLog logs every answered HTTP request at info level
 	// (httpapi.Options.AccessLog).
 	AccessLog bool
+	// OpsListener moves /metrics and the profiler from Engine to Ops, for a
+	// listener of their own (httpapi.NewOps).
+	OpsListener bool
 	// SnapshotSpec is the cron spec (UTC) of read model snapshots
 	// (default every five minutes); snapshots are also written on Close.
 	SnapshotSpec string
@@ -72,6 +83,14 @@ type Options struct {
 	// address a minute; the clock defaults to Clock).
 	AdminLogins  throttle.GuardOptions
 	DeviceLogins throttle.GuardOptions
+	// DefaultDeviceLimit is the device limit of accounts when neither the
+	// account nor its provider sets devices_per_account_limit: 0 means
+	// DefaultDeviceLimit, negative none.
+	DefaultDeviceLimit int
+	// PasswordChecks bounds the admin password checks (bcrypt) running at
+	// once; more are answered 503 at once (httpapi.BcryptOptions.MaxChecks:
+	// 0 is half the cores, negative no bound).
+	PasswordChecks int
 	// DeviceTokenTTL is the lifetime of device tokens (default 30 days).
 	DeviceTokenTTL time.Duration
 	// Sockets configures the device websocket hub; the command dispatcher
@@ -93,6 +112,10 @@ type Options struct {
 	// EndOfDay is the time zone whose midnight closes a statistics day
 	// (default UTC).
 	EndOfDay *time.Location
+	// StatsBatchInterval paces the statistics projection's live batches
+	// (default StatsBatchInterval; negative: not paced, for tools that wait
+	// for the statistics after each of their steps).
+	StatsBatchInterval time.Duration
 }
 
 // Node is a running node. Close stops it.
@@ -107,13 +130,18 @@ type Node struct {
 	Commands *command.Commands
 	Queries  *query.Queries
 	Engine   *gin.Engine
+	// Ops serves /metrics, the probes and the profiler when
+	// Options.OpsListener is set; nil otherwise.
+	Ops *gin.Engine
 	// Hub holds the devices' websockets (GET /api/device/ws); Dispatcher
 	// delivers provider commands to them.
 	Hub        *wsgateway.Hub
 	Dispatcher *dispatch.Dispatcher
-	// Stats answers the Statistics API from the facts StatsRunner projects.
-	Stats       *query.Statistics
-	StatsRunner *projections.Runner
+	// Stats answers the Statistics API from the facts StatsRunner projects;
+	// StatsScheduler closes the days by the clock.
+	Stats          *query.Statistics
+	StatsRunner    *projections.Runner
+	StatsScheduler *stats.Scheduler
 	// Auth checks admins' Basic credentials, throttled: routes mounted
 	// outside httpapi.Mount use httpapi.BasicAuth(n.Auth). Device routes use
 	// httpapi.DeviceAuth(n.Queries.Sessions).
@@ -216,11 +244,18 @@ func (n *Node) run(ctx context.Context, opts Options, steps []step) error {
 // registerEvents builds the registry of every event the node reads or
 // writes.
 func (n *Node) registerEvents(context.Context, Options) error {
-	n.Registry = domain.NewRegistry()
-	domain.RegisterEvents(n.Registry)
-	app.RegisterEvents(n.Registry)
-	devauth.RegisterEvents(n.Registry)
+	n.Registry = NewRegistry()
 	return nil
+}
+
+// NewRegistry returns the registry of every event a node reads or writes:
+// what reading a node's log takes (a rebuild of its projections, a check).
+func NewRegistry() *domain.Registry {
+	r := domain.NewRegistry()
+	domain.RegisterEvents(r)
+	app.RegisterEvents(r)
+	devauth.RegisterEvents(r)
+	return r
 }
 
 // startReadModel restores the read model from its snapshot, starts its
@@ -287,7 +322,7 @@ func (n *Node) buildApplication(ctx context.Context, opts Options) error {
 	n.Commands, err = command.New(command.Config{
 		Executor: n.Executor, Model: n.Model, Applied: n.Runner.Progress(), Queries: n.Queries,
 		ReadYourWritesTimeout: opts.ReadYourWritesTimeout, BcryptCost: opts.BcryptCost, Logger: n.log, Clock: opts.Clock,
-		DeviceTokens: tokens,
+		DeviceTokens: tokens, BillingURL: opts.Billing.policy().CheckURL, DefaultDeviceLimit: defaultDeviceLimit(opts.DefaultDeviceLimit),
 	})
 	return err
 }
@@ -303,10 +338,19 @@ func (n *Node) bootstrapAdmin(ctx context.Context, opts Options) (err error) {
 // buildHTTP builds the HTTP engine with the node's metrics and every API.
 func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 	registerGatewayMetrics(opts.Metrics, n.Dispatcher, n.journal)
-	n.Engine = httpapi.New(httpapi.Options{Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog})
-	n.Auth = httpapi.ThrottleLogins(
-		httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost}),
-		throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock)))
+	engineOpts := httpapi.Options{
+		Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog, OpsElsewhere: opts.OpsListener,
+		Applied: n.Runner.Progress(), MinPositionTimeout: opts.ReadYourWritesTimeout,
+	}
+	n.Engine = httpapi.New(engineOpts)
+	if opts.OpsListener {
+		n.Ops = httpapi.NewOps(engineOpts)
+	}
+	passwords := httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost, MaxChecks: opts.PasswordChecks})
+	registerPasswordMetrics(opts.Metrics, passwords)
+	registerProjectionMetrics(opts.Metrics, map[string]*projections.Runner{"readmodel": n.Runner, "statistics": n.StatsRunner})
+	metrics.Register(opts.Metrics, panicsCollector{})
+	n.Auth = httpapi.ThrottleLogins(passwords, throttle.NewGuard(withClock(opts.AdminLogins, opts.Clock)))
 	cmds, qs := n.Commands, n.Queries
 	httpapi.Mount(n.Engine, httpapi.API{
 		Auth:        n.Auth,
@@ -314,23 +358,71 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 		Provider: httpapi.ProviderAPI{
 			Accounts: cmds.Accounts, AccountReads: qs.Accounts,
 			Subscriptions: cmds.Subscriptions, SubscriptionReads: qs.Subscriptions,
-			Devices: cmds.Devices, DeviceReads: qs.Devices,
+			DeviceSubscriptions: cmds.DeviceSubscriptions, DeviceSubscriptionReads: qs.DeviceSubscriptions,
+			Devices: cmds.Devices, DeviceReads: qs.Devices, DeviceOnline: n.Hub.Connected,
+			Networks: cmds.Networks, NetworkReads: qs.Networks,
 			Changes: qs.Changes,
 			Sends:   cmds.Sends, Receipts: qs.Sends,
+			Tariffs: cmds.Tariffs, TariffReads: qs.Tariffs,
+			TariffTags: cmds.TariffTags, TariffTagReads: qs.TariffTags,
+			ProviderReads: qs.Providers, ChannelReads: qs.LineUp, FavoriteGroupReads: qs.FavoriteGroups,
+			RegionReads: qs.Regions, DeviceTypes: cmds.DeviceTypes, DeviceTypeReads: qs.DeviceTypes,
 		},
 		Admin: httpapi.AdminAPI{
 			Providers: cmds.Providers, ProviderReads: qs.Providers,
 			Tariffs: cmds.Tariffs, TariffReads: qs.Tariffs,
 			Channels: cmds.Channels, ChannelReads: qs.Channels,
 			Categories: cmds.Categories, CategoryReads: qs.Categories,
+			Regions: cmds.Regions, RegionReads: qs.Regions,
 			Admins: cmds.Admins, AdminReads: qs.Admins,
 		},
-		Device:       httpapi.DeviceAPI{Writes: cmds.Devices, Sessions: qs.Sessions},
-		Sockets:      n.Hub,
-		DeviceLogins: throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock)),
-		Billing:      n.billing,
+		Device:            httpapi.DeviceAPI{Writes: cmds.Devices, Sessions: qs.Sessions},
+		Sockets:           n.Hub,
+		DeviceLogins:      throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock)),
+		Billing:           n.billing,
+		ProfilerElsewhere: opts.OpsListener,
 	})
 	return httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.BasicAuth(n.Auth))
+}
+
+// panicsCollector exports the panics recovered in background work, by
+// component (supervise.Counts).
+type panicsCollector struct{}
+
+var panicsDesc = prometheus.NewDesc("tvsm_panics_total",
+	"Panics recovered in background work (logged with their stacks), by component.", []string{"component"}, nil)
+
+// Describe implements prometheus.Collector.
+func (panicsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- panicsDesc }
+
+// Collect implements prometheus.Collector.
+func (panicsCollector) Collect(ch chan<- prometheus.Metric) {
+	for component, n := range supervise.Counts() {
+		ch <- prometheus.MustNewConstMetric(panicsDesc, prometheus.CounterValue, float64(n), component)
+	}
+}
+
+// registerPasswordMetrics exports the admin password checks made and
+// refused because too many ran at once.
+func registerPasswordMetrics(reg prometheus.Registerer, a *httpapi.BcryptAuthenticator) {
+	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tvsm_password_checks_total", Help: "Admin password checks (bcrypt comparisons) made.",
+	}, func() float64 { return float64(a.Comparisons()) }))
+	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tvsm_password_checks_refused_total", Help: "Admin logins answered 503 because too many password checks ran at once.",
+	}, func() float64 { return float64(a.Refused()) }))
+}
+
+// registerProjectionMetrics exports how far each projection has applied
+// the log: a projection behind the read model lags (statistics while
+// ClickHouse is away, for one).
+func registerProjectionMetrics(reg prometheus.Registerer, runners map[string]*projections.Runner) {
+	for name, r := range runners {
+		metrics.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tvsm_projection_position", ConstLabels: prometheus.Labels{"projection": name},
+			Help: "Commit position of the log up to which a projection has applied events.",
+		}, func() float64 { return float64(r.Progress().Position().Commit) }))
+	}
 }
 
 // scheduleSnapshots writes read model snapshots on opts.SnapshotSpec.
@@ -353,6 +445,18 @@ func deviceTokens(ctx context.Context, store eventstore.Store, reg *domain.Regis
 		return nil, err
 	}
 	return devauth.NewSigner(key, devauth.Options{TTL: opts.DeviceTokenTTL, Clock: opts.Clock})
+}
+
+// defaultDeviceLimit is Options.DefaultDeviceLimit as the commands take
+// it: nil for none.
+func defaultDeviceLimit(n int) *int {
+	switch {
+	case n < 0:
+		return nil
+	case n == 0:
+		n = DefaultDeviceLimit
+	}
+	return &n
 }
 
 // withClock gives o the node's clock unless it has its own.
@@ -385,13 +489,26 @@ func (n *Node) credentials(login string) (hash string, provider *int64, ok bool)
 	return a.PasswordHash, a.Provider, true
 }
 
-// ready backs /readyz: the read model must have caught up with the log.
+// ready backs /readyz: the read model and the command dispatcher must
+// follow the log at its head, and must not be stuck on a panic (they retry,
+// and report ready again once a batch goes through). A node whose event
+// store went away is not ready until it has resubscribed and caught up; it
+// still answers reads from its read model meanwhile.
 func (n *Node) ready(context.Context) error {
-	if !n.Runner.Stats().CaughtUp {
+	model := n.Runner.Stats()
+	switch {
+	case !model.CaughtUp:
 		return errors.New("read model catching up")
-	}
-	if !n.Dispatcher.CaughtUp() {
+	case !model.Live:
+		return errors.New("read model not following the event store (unreachable?); resubscribing")
+	case !n.Dispatcher.CaughtUp():
 		return errors.New("command dispatcher catching up")
+	case !n.Dispatcher.Live():
+		return errors.New("command dispatcher not following the event store (unreachable?); resubscribing")
+	case model.Panicked:
+		return errors.New("read model projection panicked; retrying (see the log)")
+	case n.Dispatcher.Panicked():
+		return errors.New("command dispatcher panicked; retrying (see the log)")
 	}
 	return nil
 }
@@ -420,6 +537,10 @@ func (n *Node) snapshot() {
 // holds), the statistics and the read model runner. Then it writes a final
 // snapshot, so the next start replays only what comes after it. It does not
 // close the store, which the caller opened.
+// Handler is what a server serves: the engine, with every path answered the
+// same with and without a trailing slash.
+func (n *Node) Handler() http.Handler { return httpapi.Handler(n.Engine) }
+
 func (n *Node) Close() error {
 	n.cleanup.unwind()
 	n.snapshot()

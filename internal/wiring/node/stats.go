@@ -46,7 +46,7 @@ func (n *Node) startStats(ctx context.Context, opts Options) error {
 		return fmt.Errorf("restore statistics: %w", err)
 	}
 	runner := projections.NewRunner(n.Store, n.Registry, proj, projections.SnapshotCheckpoints{Position: from},
-		projections.RunnerOptions{Logger: n.log.With("component", "stats"), MinBatchInterval: StatsBatchInterval})
+		projections.RunnerOptions{Logger: n.log.With("component", "stats"), MinBatchInterval: cmp.Or(opts.StatsBatchInterval, StatsBatchInterval)})
 	// The scheduler starts before the runner so that the cleanup stops the
 	// runner first: the scheduler's last snapshot must see every fact the
 	// runner wrote.
@@ -58,7 +58,7 @@ func (n *Node) startStats(ctx context.Context, opts Options) error {
 	}
 	n.cleanup.push(sched.Stop)
 	n.cleanup.push(goUntilStopped(ctx, func(ctx context.Context) { _ = runner.Run(ctx) }))
-	n.StatsRunner = runner
+	n.StatsRunner, n.StatsScheduler = runner, sched
 	n.Stats = query.NewStatistics(facts, query.ReadModelCatalog{Model: n.Model}, proj)
 	return nil
 }

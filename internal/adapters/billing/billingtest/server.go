@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,13 @@ type Options struct {
 	// Handler replaces the standard answers; it runs after the request is
 	// recorded (the body is in Received, and r.Body is empty).
 	Handler http.HandlerFunc
+}
+
+// LoopbackNetworks are the networks a Server listens in. Billing clients
+// refuse loopback addresses unless allowed, so tests that call a Server
+// allow these.
+func LoopbackNetworks() []netip.Prefix {
+	return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 }
 
 // Start starts a fake billing with shared token token; the test's cleanup

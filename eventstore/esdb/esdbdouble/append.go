@@ -1,0 +1,132 @@
+package esdbdouble
+
+// expectation is an append's expected stream revision.
+type expectation struct {
+	kind expectKind
+	rev  uint64 // for expectExact
+}
+
+type expectKind uint8
+
+const (
+	expectAny expectKind = iota
+	expectNoStream
+	expectStreamExists
+	expectExact
+)
+
+// appendResult is the decision on an append.
+type appendResult struct {
+	// wrong: the append was refused as EventStoreDB refuses it, with a
+	// wrong expected version; current is the stream's revision then.
+	wrong   bool
+	current int64 // -1: no stream
+	// Otherwise rev and pos are the revision and position of the last event
+	// of the append (written now, or earlier for an idempotent repeat);
+	// empty is set when the append had no events (rev is then the stream's
+	// revision, current < 0 when it has none, and there is no position).
+	rev   uint64
+	pos   uint64
+	empty bool
+	// wait is the count of events that must be durable before answering.
+	wait int
+}
+
+// decide checks an append of evs to stream with expectation exp and, if
+// it goes ahead, writes it. It follows EventStoreDB's rules (the server's
+// IndexWriter.CheckCommit):
+//
+//   - Any or StreamExists (the latter fails on a stream without events):
+//     the event ids are looked up in the cache of recent ids. If the first
+//     is not there (or is in another stream), the events are appended. If
+//     all are there in this stream, the append is an idempotent repeat,
+//     answered with the stored events' place. If only some are, the append
+//     fails with a wrong expected version.
+//   - An exact revision, or NoStream (revision -1), below the stream's
+//     revision: the stored events from the expected revision on are
+//     compared with the append's. All the same: an idempotent repeat. The
+//     first different: wrong expected version. A later one different (or
+//     missing): wrong expected version.
+//   - Above the stream's revision: wrong expected version.
+//   - Equal: the events are appended, whatever their ids (an id may occur
+//     twice in a stream, and in any number of streams).
+//
+// The caller holds l.mu.
+func (l *eventLog) decide(stream string, exp expectation, evs []*event) (appendResult, error) {
+	idx := l.streams[stream]
+	cur := int64(len(idx)) - 1
+	wrong := appendResult{wrong: true, current: cur}
+	switch exp.kind {
+	case expectStreamExists:
+		if cur < 0 {
+			return wrong, nil
+		}
+		fallthrough
+	case expectAny:
+		for i, e := range evs {
+			info, ok := l.recent.get(e.id)
+			if !ok || info.stream != stream {
+				if i == 0 {
+					return l.commit(stream, cur, evs)
+				}
+				return wrong, nil
+			}
+		}
+		if len(evs) == 0 {
+			return l.commit(stream, cur, evs)
+		}
+		last, _ := l.recent.get(evs[len(evs)-1].id)
+		return l.repeat(idx, last.rev), nil
+	}
+	expected := int64(-1)
+	if exp.kind == expectExact {
+		expected = int64(exp.rev)
+	}
+	switch {
+	case expected > cur:
+		return wrong, nil
+	case expected == cur:
+		return l.commit(stream, cur, evs)
+	}
+	if len(evs) == 0 {
+		return wrong, nil
+	}
+	for i, e := range evs {
+		rev := expected + 1 + int64(i)
+		if rev > cur || l.events[idx[rev]].id != e.id {
+			return wrong, nil
+		}
+	}
+	return l.repeat(idx, uint64(expected)+uint64(len(evs))), nil
+}
+
+// repeat answers an idempotent repeat whose last event is revision rev of
+// the stream with event indexes idx.
+func (l *eventLog) repeat(idx []int, rev uint64) appendResult {
+	i := idx[rev]
+	return appendResult{rev: rev, pos: l.events[i].pos, wait: i + 1}
+}
+
+// commit writes evs after the stream's current revision cur.
+func (l *eventLog) commit(stream string, cur int64, evs []*event) (appendResult, error) {
+	if len(evs) == 0 {
+		res := appendResult{empty: true, current: cur, wait: l.durable}
+		if cur >= 0 {
+			res.rev = uint64(cur)
+		}
+		return res, nil
+	}
+	for i, e := range evs {
+		e.stream = stream
+		e.rev = uint64(cur + 1 + int64(i))
+	}
+	n, err := l.write(evs)
+	if err != nil {
+		return appendResult{}, err
+	}
+	for _, e := range evs {
+		l.recent.put(e.id, idInfo{stream: stream, rev: e.rev})
+	}
+	last := evs[len(evs)-1]
+	return appendResult{rev: last.rev, pos: last.pos, wait: n}, nil
+}

@@ -1,0 +1,2 @@
+// Vite imports CSS files for their side effect.
+declare module '*.css'
