@@ -54,7 +54,6 @@ type group struct {
 	buf     []byte                     // record encoding buffer (the committer's, reused: pebble copies what it is given)
 	tail    []eventstore.RecordedEvent // the staged events, for the tail once durable
 	index   *indexWrites               // the staged index keys, for the batch at apply (the committer's, reused)
-	partial bool                       // part of the group went to pebble without an fsync (see applyStaged)
 	applied bool                       // the batch went to pebble and awaits its fsync
 	err     error                      // why the batch could not be made durable
 }
@@ -144,7 +143,6 @@ func (s *Store) gather(g *group, timer *time.Timer) {
 		if !hold {
 			return
 		}
-		s.applyStaged(g)
 		var ranOut <-chan time.Time
 		if !deadline.IsZero() {
 			timer.Reset(deadline.Sub(now))
@@ -178,36 +176,12 @@ func (s *Store) take(g *group, r *appendReq) {
 	s.stage(g, r)
 }
 
-// applyStaged writes what g has staged since its last apply to pebble
-// without an fsync, so that its memtable inserts are done while the group
-// waits for others rather than once it is closed, in the way of its fsync.
-// The group's last batch, applied with an fsync, makes these durable too:
-// pebble's WAL is one sequence, and a WAL file it moves past is fsynced and
-// closed before anything is written after it.
-func (s *Store) applyStaged(g *group) {
-	g.index.writeTo(g.batch)
-	if g.batch.Empty() || g.err != nil {
-		return
-	}
-	if err := s.db.Apply(g.batch, pebble.NoSync); err != nil {
-		g.err = s.markBroken(err)
-		return
-	}
-	g.batch.Reset()
-	g.partial = true
-}
-
 // apply writes the group's batch to pebble without waiting for its fsync
 // and queues it for syncLoop, which replies in order. It returns the next
 // free position.
 func (s *Store) apply(g *group) uint64 {
 	g.index.writeTo(g.batch)
-	if g.partial && g.batch.Empty() && g.err == nil {
-		// Everything went to pebble in parts: a record of the WAL alone
-		// asks for their fsync.
-		_ = g.batch.LogData(nil, nil)
-	}
-	if !g.batch.Empty() && g.err == nil {
+	if !g.batch.Empty() {
 		if err := s.db.ApplyNoSyncWait(g.batch, pebble.Sync); err != nil {
 			// Broken at once, so that the committer stages nothing more
 			// behind a batch that is not in pebble.
