@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ type RawFsync struct {
 	written int64
 	fsyncs  int
 	elapsed time.Duration
+	each    []time.Duration // of every write and fsync, for Quantile
 }
 
 // rawFsyncFileMax is how large the file grows before it starts again.
@@ -56,12 +58,14 @@ func (r *RawFsync) Run(tb testing.TB, d time.Duration) {
 	block := make([]byte, 4096)
 	start := time.Now()
 	for n := 0; n == 0 || time.Since(start) < d; n++ {
+		one := time.Now()
 		if _, err := r.f.Write(block); err != nil {
 			tb.Fatal(err)
 		}
 		if err := syscall.Fdatasync(int(r.f.Fd())); err != nil {
 			tb.Fatalf("fdatasync: %v", err)
 		}
+		r.each = append(r.each, time.Since(one))
 		r.written += int64(len(block))
 		r.fsyncs++
 	}
@@ -74,6 +78,16 @@ func (r *RawFsync) Rate() float64 {
 		return 0
 	}
 	return float64(r.fsyncs) / r.elapsed.Seconds()
+}
+
+// Quantile is the time of one write and fsync that a fraction q of them
+// took at most (0.99: the 99th percentile), zero before the first Run.
+func (r *RawFsync) Quantile(q float64) time.Duration {
+	if len(r.each) == 0 {
+		return 0
+	}
+	sorted := slices.Sorted(slices.Values(r.each))
+	return sorted[min(int(q*float64(len(sorted))), len(sorted)-1)]
 }
 
 // Duration is one fsync at Rate.
