@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # Extra arguments for `make run`, e.g. make run ARGS='--http :9090 --log-level debug'.
 ARGS     ?=
 
-.PHONY: all run build test faults compat bench bench-broadcast lint fuzz clean console console-check screenshots
+.PHONY: all run build test faults compat bench bench-writes bench-broadcast lint fuzz clean console console-check screenshots
 
 all: lint build test
 
@@ -51,6 +51,11 @@ compat:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 90m ./...
 	$(MAKE) bench-broadcast
+
+## bench-writes: durable writes from 1 to 256 writers: appends to the store against the disk's raw fsync rate, then account creates and updates over HTTP beside the gin echo
+bench-writes:
+	$(GO) test -run '^$$' -bench 'Append$$' -benchtime 2s -count 3 ./eventstore/embedded/
+	$(GO) test -run '^$$' -bench WriteCurve -benchtime 10000x -count 3 -timeout 30m ./internal/wiring/node/
 
 # Devices, client processes and nodes of bench-broadcast (NODES > 1: on the
 # EventStoreDB protocol double), and devices a second starting to connect

@@ -387,7 +387,7 @@ func newHTTPServer(handler http.Handler, logger *slog.Logger) *http.Server {
 }
 
 // commitDelay maps the configured commit_delay, where 0 means none, to
-// embedded.Options.CommitDelay, where 0 means the default.
+// embedded.Options.CommitDelay, where 0 means one fsync's measured time.
 func commitDelay(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1

@@ -69,12 +69,12 @@ type pendingReply struct {
 	err error
 }
 
-// commitLoop is the single writer. It blocks for one request, takes every
-// other request already waiting (up to MaxGroup), stages them into one batch
-// and applies it to pebble, then hands the group to syncLoop and goes on
-// with the next one while the first is fsynced: the staging of one group
-// overlaps the fsync of the one before, and pebble's WAL makes every batch
-// applied meanwhile durable with its next fsync.
+// commitLoop is the single writer. It blocks for one request, stages it and
+// every other request that arrives while commitHold keeps the group open (up
+// to MaxGroup) into one batch and applies it to pebble, then hands the group
+// to syncLoop and goes on with the next one while the first is fsynced: the
+// staging of one group overlaps the fsync of the one before, and pebble's
+// WAL makes every batch applied meanwhile durable with its next fsync.
 //
 // A group applied to pebble is visible to the committer's own checks at
 // once, so the next group is checked against it; readers see it only when
@@ -93,6 +93,8 @@ func (s *Store) commitLoop(last uint64) {
 	heads, ids := map[string]uint64{}, map[eventstore.EventID]staged{}
 	var lastReplies, lastEvents int
 	var buf []byte
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		var first *appendReq
 		select {
@@ -107,20 +109,71 @@ func (s *Store) commitLoop(last uint64) {
 		clear(ids)
 		g := &group{batch: s.db.NewBatch(), next: next, heads: heads, ids: ids, index: index, buf: buf[:0],
 			waiting: make([]pendingReply, 0, lastReplies), tail: make([]eventstore.RecordedEvent, 0, lastEvents)}
-		s.stage(g, first)
-	drain:
-		for len(g.waiting) < s.maxGrp {
-			select {
-			case r := <-s.reqs:
-				s.stage(g, r)
-			default:
-				break drain
-			}
-		}
+		s.take(g, first)
+		s.gather(g, timer)
 		lastReplies, lastEvents, buf = len(g.waiting), len(g.tail), g.buf
 		next = s.apply(g)
 		s.maintainRecent()
 	}
+}
+
+// gather takes requests into g for as long as commitHold keeps it open.
+// Requests already waiting join it even when it has all it expected, but
+// not once its hold has run out: while appends arrive faster than the
+// committer stages them, that is what starts the next fsync.
+func (s *Store) gather(g *group, timer *time.Timer) {
+	var idle time.Time // since when no fsync runs
+	for len(g.waiting) < s.maxGrp {
+		syncing := s.unsynced.Load() > 0
+		now := time.Now()
+		if !syncing && idle.IsZero() {
+			idle = now // stays so: only the committer applies groups
+		}
+		hold, deadline := s.hold.hold(len(g.waiting), syncing, idle, s.fsyncTime())
+		if hold && !deadline.IsZero() && !now.Before(deadline) {
+			s.hold.ranOut(len(g.waiting))
+			return
+		}
+		select {
+		case r := <-s.reqs:
+			s.take(g, r)
+			continue
+		default:
+		}
+		if !hold {
+			return
+		}
+		var ranOut <-chan time.Time
+		if !deadline.IsZero() {
+			timer.Reset(deadline.Sub(now))
+			ranOut = timer.C
+		}
+		select {
+		case r := <-s.reqs:
+			s.take(g, r)
+		case <-s.settled:
+		case <-ranOut:
+			s.hold.ranOut(len(g.waiting))
+			return
+		case <-s.closing:
+			return
+		}
+		timer.Stop()
+	}
+}
+
+// fsyncTime is how long an fsync of the WAL takes.
+func (s *Store) fsyncTime() time.Duration {
+	if s.assumedFsync != 0 {
+		return s.assumedFsync
+	}
+	return s.wal.duration()
+}
+
+// take stages r into g and counts it in flight.
+func (s *Store) take(g *group, r *appendReq) {
+	s.hold.arrived(int(s.inFlight.Add(1)))
+	s.stage(g, r)
 }
 
 // apply writes the group's batch to pebble without waiting for its fsync
@@ -136,7 +189,7 @@ func (s *Store) apply(g *group) uint64 {
 		}
 		g.applied = g.err == nil
 	}
-	s.delay.applied(len(g.waiting))
+	s.unsynced.Add(1)
 	s.applied <- g
 	// Positions staged in a failed batch may or may not be on disk; the
 	// store refuses appends from then on, so they are never used again.
@@ -152,7 +205,6 @@ func (s *Store) syncLoop(done chan<- struct{}) {
 	defer close(done)
 	for g := range s.applied {
 		s.settle(g)
-		s.delay.answered(len(g.waiting))
 	}
 }
 
@@ -160,6 +212,14 @@ func (s *Store) settle(g *group) {
 	defer g.batch.Close()
 	if g.applied {
 		g.err = g.batch.SyncWait()
+	}
+	// Taken off before the replies, so that an appender that comes back at
+	// once is not counted twice.
+	s.inFlight.Add(-int64(len(g.waiting)))
+	s.unsynced.Add(-1)
+	select {
+	case s.settled <- struct{}{}:
+	default:
 	}
 	if g.err == nil {
 		if errp := s.broken.Load(); errp != nil {

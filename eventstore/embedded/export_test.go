@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -102,4 +103,21 @@ func ReadFormatMarker(dir string) (uint64, error) {
 	}
 	defer closer.Close()
 	return binary.BigEndian.Uint64(v), nil
+}
+
+// WALFsyncs is how many fsyncs of its WAL pebble has made since Open.
+func (s *Store) WALFsyncs() uint64 { return s.wal.count.Load() }
+
+// WALFsyncTime is how long the WAL's fsyncs since Open took together.
+func (s *Store) WALFsyncTime() time.Duration { return time.Duration(s.wal.totalNs.Load()) }
+
+// InFlight is how many appends the committer has taken and not yet
+// answered.
+func (s *Store) InFlight() int64 { return s.inFlight.Load() }
+
+// WithFsyncTime makes the committer go by an fsync time of d instead of
+// the measured one.
+func WithFsyncTime(o Options, d time.Duration) Options {
+	o.fsyncTime = d
+	return o
 }

@@ -156,3 +156,108 @@ func TestFailedFsyncFailsItsGroupAndTheGroupsBehindIt(t *testing.T) {
 		}
 	}
 }
+
+func openHeld(t *testing.T, fsyncer embedded.Fsyncer, fsyncTime time.Duration) *embedded.Store {
+	t.Helper()
+	s, err := embedded.Open(t.TempDir(), embedded.WithFsyncTime(embedded.WithFsyncer(embedded.Options{}, fsyncer), fsyncTime))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func waitInFlight(t *testing.T, s *embedded.Store, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); s.InFlight() != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d appends in flight, want %d", s.InFlight(), n)
+		}
+	}
+}
+
+func requireAnswered(t *testing.T, name string, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s not answered", name)
+	}
+}
+
+// Four appenders, one append at a time each: while the first one's fsync
+// runs the other three arrive, and they wait, after it, for the first
+// appender to come back, so that one fsync carries all four.
+func TestGroupWaitsForTheAppendersSeenInFlight(t *testing.T) {
+	h := newHeldFsyncer()
+	s := openHeld(t, h, time.Hour) // no hold runs out in this test
+	h.armed.Store(true)
+	first := appendAsync(s, "w-0")
+	waitFor(t, h.entered, "the first append's fsync")
+	others := []<-chan error{appendAsync(s, "w-1"), appendAsync(s, "w-2"), appendAsync(s, "w-3")}
+	waitInFlight(t, s, 4)
+
+	h.armed.Store(false)
+	walFsyncs := s.WALFsyncs()
+	h.release <- struct{}{}
+	requireAnswered(t, "the first append", first)
+	deadline := time.Now().Add(100 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		for i, done := range others {
+			requireNotDone(t, done, fmt.Sprintf("append %d", i+1))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := s.WALFsyncs() - walFsyncs; got != 0 {
+		t.Fatalf("%d fsyncs before the first appender came back, want none", got)
+	}
+	others = append(others, appendAsync(s, "w-4")) // the first appender's next append
+	for i, done := range others {
+		requireAnswered(t, fmt.Sprintf("append %d", i+1), done)
+	}
+	if got := s.WALFsyncs() - walFsyncs; got != 1 {
+		t.Fatalf("the four appends took %d fsyncs, want 1", got)
+	}
+}
+
+// An appender expected back that does not come back holds the others up
+// for one fsync's time, not for ever.
+func TestGroupHoldRunsOut(t *testing.T) {
+	h := newHeldFsyncer()
+	s := openHeld(t, h, 5*time.Millisecond)
+	h.armed.Store(true)
+	first := appendAsync(s, "r-0")
+	waitFor(t, h.entered, "the first append's fsync")
+	others := []<-chan error{appendAsync(s, "r-1"), appendAsync(s, "r-2")}
+	waitInFlight(t, s, 3)
+	h.armed.Store(false)
+	walFsyncs := s.WALFsyncs()
+	h.release <- struct{}{}
+	requireAnswered(t, "the first append", first)
+	for i, done := range others {
+		requireAnswered(t, fmt.Sprintf("append %d", i+1), done)
+	}
+	if got := s.WALFsyncs() - walFsyncs; got != 1 {
+		t.Fatalf("the two appends took %d fsyncs, want 1", got)
+	}
+}
+
+// A lone appender's appends go to their fsync at once: with an fsync time
+// of an hour, any hold would outlast the test.
+func TestLoneAppenderIsNotHeld(t *testing.T) {
+	s := openHeld(t, newHeldFsyncer(), time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 20 {
+		stream := fmt.Sprintf("lone-%d", i)
+		if _, err := s.Append(ctx, stream, eventstore.NoStream, event(stream, 0)); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	if got := s.WALFsyncs(); got < 20 {
+		t.Fatalf("20 appends one after another took %d fsyncs of the WAL, want one each", got)
+	}
+}

@@ -57,23 +57,27 @@ type Options struct {
 	MaxGroup int
 	// CacheSize is pebble's block cache in bytes (default 64 MiB).
 	CacheSize int64
-	// CommitDelay is how long after an fsync the next one waits while
-	// appends arrive concurrently, so that more of them share it (see
-	// commitDelay). Zero means DefaultCommitDelay; negative means none.
+	// CommitDelay bounds how long, once no fsync runs, a group of appends
+	// waits for the others expected to join it (see commitHold). Zero means
+	// the time of one fsync, as measured; negative means no wait at all.
 	CommitDelay time.Duration
 
-	filterGenKeys int     // tests: keys per recent-key filter (recent.go)
-	fsyncer       fsyncer // tests: makes the fsyncs
+	filterGenKeys int           // tests: keys per recent-key filter (recent.go)
+	fsyncer       fsyncer       // tests: makes the fsyncs
+	fsyncTime     time.Duration // tests: the fsync time commitHold goes by instead of the measured one
 }
 
 // Store is the embedded backend. It implements eventstore.Store,
 // eventstore.MultiAppender and eventstore.HeadReader. Safe for concurrent
 // use.
 type Store struct {
-	db      *pebble.DB
-	log     *slog.Logger
-	clock   func() time.Time
-	maxGrp  int
+	db     *pebble.DB
+	log    *slog.Logger
+	clock  func() time.Time
+	maxGrp int
+	// reqs queues requests for the committer, up to a group's worth, so
+	// that an appender hands its request over without waiting for the
+	// committer to finish staging the one before.
 	reqs    chan *appendReq
 	applied chan *group // from commitLoop to syncLoop
 	closing chan struct{}
@@ -87,9 +91,18 @@ type Store struct {
 	// failed fsync leaves the on-disk state unknown; see fsyncgate).
 	broken atomic.Pointer[error]
 	stats  storeStats
-	delay  *commitDelay
-	recent *recentKeys
-	own    durableIter // the committer's
+	hold   commitHold // the committer's
+	// inFlight counts the appends the committer has taken and syncLoop not
+	// yet answered; unsynced the groups applied and not yet through their
+	// fsync. syncLoop signals settled when a group's fsync has ended.
+	inFlight atomic.Int64
+	unsynced atomic.Int64
+	settled  chan struct{}
+	wal      *walSyncs
+	// assumedFsync, when not zero, replaces the measured fsync time.
+	assumedFsync time.Duration
+	recent       *recentKeys
+	own          durableIter // the committer's
 	// lsmGen counts changes of pebble's sstables (flushes, compactions) and
 	// filter drops: the committer renews its iterator when it moves.
 	lsmGen *atomic.Uint64
@@ -120,14 +133,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	cache := pebble.NewCache(opts.CacheSize + memtableReserve)
 	defer cache.Unref()
 	lsmGen := new(atomic.Uint64)
-	delay := newCommitDelay(opts.CommitDelay)
-	fsyncs := new(atomic.Uint64)
+	fsyncs, wal := new(atomic.Uint64), new(walSyncs)
 	popts := &pebble.Options{
-		FS:                 syncFS{FS: vfs.Default, fsyncs: fsyncs, via: opts.fsyncer},
+		FS:                 syncFS{FS: vfs.Default, fsyncs: fsyncs, wal: wal, via: opts.fsyncer},
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
 		MemTableSize:       memtableSize,
-		WALMinSyncInterval: delay.interval,
 		Logger:             pebbleLogger{opts.Logger.With("component", "pebble")},
 		EventListener: &pebble.EventListener{
 			FlushEnd:      func(pebble.FlushInfo) { lsmGen.Add(1) },
@@ -148,17 +159,20 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("embedded: open %s: %w", dir, err)
 	}
 	s := &Store{
-		db:      db,
-		log:     opts.Logger,
-		clock:   opts.Clock,
-		maxGrp:  opts.MaxGroup,
-		reqs:    make(chan *appendReq),
-		applied: make(chan *group, appliedGroups),
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
-		lsmGen:  lsmGen,
-		delay:   delay,
-		fsyncs:  fsyncs,
+		db:           db,
+		log:          opts.Logger,
+		clock:        opts.Clock,
+		maxGrp:       opts.MaxGroup,
+		reqs:         make(chan *appendReq, opts.MaxGroup),
+		applied:      make(chan *group, appliedGroups),
+		closing:      make(chan struct{}),
+		done:         make(chan struct{}),
+		lsmGen:       lsmGen,
+		hold:         commitHold{limit: opts.CommitDelay},
+		settled:      make(chan struct{}, 1),
+		wal:          wal,
+		assumedFsync: opts.fsyncTime,
+		fsyncs:       fsyncs,
 	}
 	last, err := s.init()
 	if err == nil {
@@ -275,14 +289,24 @@ func (s *Store) send(ctx context.Context, req *appendReq) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// Once the committer has the request the outcome is decided by it; a
-	// caller that stops waiting gets ctx.Err() and an unknown outcome, which a
-	// retry with the same event IDs resolves.
+	// Once the request is queued the outcome is decided by the committer
+	// (which skips a request whose context has ended); a caller that stops
+	// waiting gets ctx.Err() and an unknown outcome, which a retry with the
+	// same event IDs resolves.
 	select {
 	case err := <-req.done:
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-s.done:
+		// The committer answers every request it took before it exits;
+		// one left in the queue was never taken.
+		select {
+		case err := <-req.done:
+			return err
+		default:
+			return eventstore.ErrClosed
+		}
 	}
 }
 

@@ -1,19 +1,43 @@
 package embedded
 
 import (
+	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // syncFS is pebble's file system with the fsyncs of the files it writes
-// (the WAL above all) counted, and, in tests, made by a fsyncer that can
-// hold or fail them.
+// (the WAL above all) counted, those of the WAL timed, and, in tests, made
+// by a fsyncer that can hold or fail them.
 type syncFS struct {
 	vfs.FS
 	fsyncs *atomic.Uint64
+	wal    *walSyncs
 	via    fsyncer // nil: the files' own fsyncs
 }
+
+// walSyncs counts the WAL's fsyncs and keeps their typical duration: a
+// moving average over about the last eight.
+type walSyncs struct {
+	count   atomic.Uint64
+	avgNs   atomic.Int64
+	totalNs atomic.Int64 // of every successful one
+}
+
+// observe takes the duration of a successful fsync into the average.
+func (w *walSyncs) observe(d time.Duration) {
+	w.totalNs.Add(int64(d))
+	avg := w.avgNs.Load()
+	if avg == 0 {
+		avg = int64(d)
+	}
+	w.avgNs.Store(avg + (int64(d)-avg)/8) // one writer: pebble's WAL flusher
+}
+
+// duration returns the average, zero before the first fsync.
+func (w *walSyncs) duration() time.Duration { return time.Duration(w.avgNs.Load()) }
 
 // fsyncer makes a file's data (SyncData, fdatasync) or data and metadata
 // (Sync, fsync) durable.
@@ -22,23 +46,30 @@ type fsyncer interface {
 	Sync(fd uintptr) error
 }
 
-func (fs syncFS) wrap(f vfs.File, err error) (vfs.File, error) {
+func (fs syncFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil || f.Fd() == vfs.InvalidFd {
 		return f, err
 	}
-	return syncFile{File: f, fs: fs}, nil
+	sf := syncFile{File: f, fs: fs}
+	if filepath.Ext(name) == ".log" { // pebble's WAL files are NNNNNN.log
+		sf.wal = fs.wal
+	}
+	return sf, nil
 }
 
 func (fs syncFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	return fs.wrap(fs.FS.Create(name, category))
+	f, err := fs.FS.Create(name, category)
+	return fs.wrap(name, f, err)
 }
 
 func (fs syncFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	return fs.wrap(fs.FS.ReuseForWrite(oldname, newname, category))
+	f, err := fs.FS.ReuseForWrite(oldname, newname, category)
+	return fs.wrap(newname, f, err)
 }
 
 func (fs syncFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	return fs.wrap(fs.FS.OpenReadWrite(name, category, opts...))
+	f, err := fs.FS.OpenReadWrite(name, category, opts...)
+	return fs.wrap(name, f, err)
 }
 
 // Unwrap implements vfs.FS.
@@ -46,21 +77,39 @@ func (fs syncFS) Unwrap() vfs.FS { return fs.FS }
 
 type syncFile struct {
 	vfs.File
-	fs syncFS
+	fs  syncFS
+	wal *walSyncs // nil for files other than the WAL
 }
 
 func (f syncFile) Sync() error {
-	f.fs.fsyncs.Add(1)
-	if f.fs.via == nil {
-		return f.File.Sync()
-	}
-	return f.fs.via.Sync(f.Fd())
+	return f.timedSync(func() error {
+		if f.fs.via == nil {
+			return f.File.Sync()
+		}
+		return f.fs.via.Sync(f.Fd())
+	})
 }
 
 func (f syncFile) SyncData() error {
+	return f.timedSync(func() error {
+		if f.fs.via == nil {
+			return f.File.SyncData()
+		}
+		return f.fs.via.SyncData(f.Fd())
+	})
+}
+
+// timedSync counts the fsync sync makes and, for the WAL, times it.
+func (f syncFile) timedSync(sync func() error) error {
 	f.fs.fsyncs.Add(1)
-	if f.fs.via == nil {
-		return f.File.SyncData()
+	if f.wal == nil {
+		return sync()
 	}
-	return f.fs.via.SyncData(f.Fd())
+	f.wal.count.Add(1)
+	start := time.Now()
+	err := sync()
+	if err == nil {
+		f.wal.observe(time.Since(start))
+	}
+	return err
 }

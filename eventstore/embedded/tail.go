@@ -116,7 +116,10 @@ func (t *tail) read(after, head uint64, filter eventstore.Filter) (events []even
 		default:
 			events = append(events, window...)
 		}
-		if len(events) >= maxBatchEvents {
+		if len(events) >= maxBatchEvents || to < uint64(len(seg.events)) {
+			// The bound, or the head, cut this group: the next read goes
+			// on from last. (With a filter, events may hold fewer than the
+			// bound although its window reached it.)
 			break
 		}
 	}

@@ -192,3 +192,41 @@ func BenchmarkTailAdd(b *testing.B) {
 		pos += uint64(len(g))
 	}
 }
+
+// A filtered read that reaches the batch bound inside a group stops there:
+// the events the filter drops let it count fewer than the bound, and it
+// used to go on into the next group from the middle of this one (a slice
+// from a negative offset: a panic of the subscriber's goroutine).
+func TestTailFilteredReadStopsWhereTheBatchBoundCutsAGroup(t *testing.T) {
+	var tl tail
+	// The bound cuts the second group, half of whose events the filter
+	// drops; a third group follows.
+	first := uint64(1)
+	for _, n := range []int{maxBatchEvents * 3 / 4, maxBatchEvents * 3 / 4, 100} {
+		tl.add(tailRun(first, n, 10)) // streams a- and b- alternately
+		first += uint64(n)
+	}
+	head := first - 1
+	filter := eventstore.Filter{StreamPrefixes: []string{"b-"}}
+	after := uint64(0)
+	var got []eventstore.RecordedEvent
+	for after < head {
+		batch, last, ok := tl.read(after, head, filter)
+		if !ok {
+			t.Fatalf("read after %d: not in the tail", after)
+		}
+		if last <= after || last > head {
+			t.Fatalf("read after %d: last %d, want progress up to %d", after, last, head)
+		}
+		got = append(got, batch...)
+		after = last
+	}
+	if len(got) != int(head)/2 {
+		t.Fatalf("%d events of streams b-, want %d", len(got), head/2)
+	}
+	for i, e := range got {
+		if e.Stream[0] != 'b' || e.Position.Commit != uint64(2*i+2) {
+			t.Fatalf("event %d: %s at %d, want b- at %d", i, e.Stream, e.Position.Commit, 2*i+2)
+		}
+	}
+}

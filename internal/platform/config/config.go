@@ -74,8 +74,9 @@ type Config struct {
 	AdminPassword string
 	// ShutdownTimeout bounds the graceful drain of in-flight requests.
 	ShutdownTimeout time.Duration
-	// CommitDelay is how long the embedded event store lets an fsync wait
-	// for more concurrent appends to share it; zero disables the wait.
+	// CommitDelay bounds how long the embedded event store keeps a group of
+	// appends waiting for the concurrent appenders expected to join it;
+	// zero disables the wait.
 	CommitDelay time.Duration
 	// ReadYourWritesTimeout bounds how long a write waits for the read model
 	// to apply its position before answering.
@@ -369,7 +370,7 @@ var settings = []setting{
 	},
 	{
 		key:   "commit_delay",
-		usage: "`duration` an fsync of the embedded event store waits, while appends arrive concurrently, for more of them to share it (0 = none, at most 10ms)",
+		usage: "longest `duration` a group of appends of the embedded event store waits, once no fsync runs, for the concurrent appenders expected to join it; never longer than one fsync takes (0 = no wait, at most 10ms)",
 		set: func(c *Config, v string) error {
 			d, err := time.ParseDuration(strings.TrimSpace(v))
 			switch {

@@ -2,12 +2,14 @@ package node_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -53,20 +55,7 @@ func BenchmarkHTTPThroughput(b *testing.B) {
 		env := nodetest.Start(b)
 		provider := createProvider(b, env)
 		const accounts = 1000
-		ids := make([]int64, accounts)
-		for i := range ids {
-			v := accountBody(i)
-			v["provider"] = provider
-			status, resp := env.Super(b, http.MethodPost, "/api/provider/accounts", v)
-			if status != http.StatusOK {
-				b.Fatalf("create account: %d %s", status, resp)
-			}
-			var a struct{ ID int64 }
-			if err := json.Unmarshal(resp, &a); err != nil {
-				b.Fatal(err)
-			}
-			ids[i] = a.ID
-		}
+		ids := createAccounts(b, env, provider, accounts)
 		defer reportFsyncs(b, env)()
 		run(b, func(i int) (*http.Request, error) {
 			// Every update really changes the account, so each appends.
@@ -75,6 +64,146 @@ func BenchmarkHTTPThroughput(b *testing.B) {
 		})
 	})
 }
+
+// createAccounts creates n accounts of provider, one at a time, and returns
+// their ids.
+func createAccounts(b *testing.B, env *nodetest.Env, provider int64, n int) []int64 {
+	ids := make([]int64, n)
+	for i := range ids {
+		v := accountBody(i)
+		v["provider"] = provider
+		status, resp := env.Super(b, http.MethodPost, "/api/provider/accounts", v)
+		if status != http.StatusOK {
+			b.Fatalf("create account: %d %s", status, resp)
+		}
+		var a struct{ ID int64 }
+		if err := json.Unmarshal(resp, &a); err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = a.ID
+	}
+	return ids
+}
+
+// BenchmarkWriteCurve measures account creates and updates over loopback
+// HTTP from 1, 4, 16, 64 and 256 concurrent clients, each sending one
+// request at a time, beside the bare gin echo at the same number of clients
+// and the raw fsync time of the disk (testutil.RawFsync), so that a
+// regression at any point of the curve shows. Each client count gets a node
+// of its own; its echoes, creates, updates and raw fsyncs take turns in
+// slices of about 100 ms, so that a machine whose speed drifts slows all
+// alike. b.N is the number of requests of each kind.
+//
+// For each of echo, create and update it reports req/s, the p50 and p99
+// latency in µs and the process's CPU time per request in µs (server and
+// clients together, from getrusage); the create/echo and update/echo
+// ratios of req/s; the WAL fsyncs per create and per update; and one raw
+// fsync in µs, its mean and its 99th percentile (what a write's p99 is
+// measured against: a write waits for one fsync).
+func BenchmarkWriteCurve(b *testing.B) {
+	gin.SetMode(gin.ReleaseMode)
+	echoURL := echoServer(b)
+	for _, clients := range []int{1, 4, 16, 64, 256} {
+		env := nodetest.Start(b)
+		curve := newWriteCurve(b, env, echoURL, clients)
+		b.Run(fmt.Sprintf("clients=%d", clients), curve.run)
+		env.Close()
+	}
+}
+
+// writeCurve is one client count of BenchmarkWriteCurve: its node and what
+// the benchmark's runs have done on it so far.
+type writeCurve struct {
+	env      *nodetest.Env
+	raw      *testutil.RawFsync
+	clients  int
+	echo     func(i int) (*http.Request, error)
+	create   func(i int) (*http.Request, error)
+	update   func(i int) (*http.Request, error)
+	requests int // sent of each kind by earlier runs: creates need new logins, updates new names
+}
+
+func newWriteCurve(b *testing.B, env *nodetest.Env, echoURL string, clients int) *writeCurve {
+	provider := createProvider(b, env)
+	accounts := createAccounts(b, env, provider, max(1000, 4*clients))
+	w := &writeCurve{env: env, raw: testutil.NewRawFsync(b, b.TempDir()), clients: clients}
+	w.echo = func(i int) (*http.Request, error) {
+		return jsonRequest(http.MethodPost, echoURL, accountBody(i), "", "")
+	}
+	w.create = func(i int) (*http.Request, error) {
+		v := accountBody(len(accounts) + w.requests + i)
+		v["provider"] = provider
+		return jsonRequest(http.MethodPost, env.URL+"/api/provider/accounts", v, env.SuperLogin, env.SuperPassword)
+	}
+	w.update = func(i int) (*http.Request, error) {
+		// A new name each time: every update appends.
+		v := map[string]any{"id": accounts[(w.requests+i)%len(accounts)], "fullname": "Renamed " + strconv.Itoa(w.requests+i)}
+		return jsonRequest(http.MethodPost, env.URL+"/api/provider/accounts", v, env.SuperLogin, env.SuperPassword)
+	}
+	return w
+}
+
+// writeKind is what one kind of request of a writeCurve run took.
+type writeKind struct {
+	name      string
+	request   func(i int) (*http.Request, error)
+	client    *http.Client
+	elapsed   time.Duration
+	cpu       time.Duration
+	fsyncs    uint64
+	latencies []time.Duration
+}
+
+func (w *writeCurve) run(b *testing.B) {
+	kinds := []*writeKind{{name: "echo", request: w.echo}, {name: "create", request: w.create}, {name: "update", request: w.update}}
+	for _, k := range kinds {
+		k.client = httpClients(w.clients)
+		defer k.client.CloseIdleConnections()
+		k.latencies = make([]time.Duration, b.N)
+	}
+	slice := w.clients
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		to := min(done+slice, b.N)
+		for _, k := range kinds {
+			fsyncs, cpu, start := w.env.Store.Fsyncs(), testutil.ProcessCPU(b), time.Now()
+			if err := fireTimed(k.client, w.clients, done, to, k.request, k.latencies[done:to]); err != nil {
+				b.Fatalf("%s: %v", k.name, err)
+			}
+			k.elapsed += time.Since(start)
+			k.cpu += testutil.ProcessCPU(b) - cpu
+			k.fsyncs += w.env.Store.Fsyncs() - fsyncs
+		}
+		b.StopTimer()
+		w.raw.Run(b, 10*time.Millisecond)
+		b.StartTimer()
+		// The next slice of the slowest kind takes about sliceTime.
+		slowest := slices.MaxFunc(kinds, func(x, y *writeKind) int { return cmp.Compare(x.elapsed, y.elapsed) })
+		slice = max(w.clients, int(float64(to)/slowest.elapsed.Seconds()*sliceTime.Seconds()))
+		done = to
+	}
+	b.StopTimer()
+	w.requests += b.N
+	rates := map[string]float64{}
+	for _, k := range kinds {
+		rates[k.name] = float64(b.N) / k.elapsed.Seconds()
+		slices.Sort(k.latencies)
+		b.ReportMetric(rates[k.name], k.name+"-req/s")
+		b.ReportMetric(float64(k.latencies[b.N/2].Microseconds()), k.name+"-p50-µs")
+		b.ReportMetric(float64(k.latencies[b.N*99/100].Microseconds()), k.name+"-p99-µs")
+		b.ReportMetric(float64(k.cpu.Microseconds())/float64(b.N), k.name+"-cpu-µs")
+		if k.name != "echo" {
+			b.ReportMetric(rates[k.name]/rates["echo"], k.name+"/echo")
+			b.ReportMetric(float64(k.fsyncs)/float64(b.N), k.name+"-fsyncs/req")
+		}
+	}
+	b.ReportMetric(float64(w.raw.Duration().Microseconds()), "raw-fsync-µs")
+	b.ReportMetric(float64(w.raw.Quantile(0.99).Microseconds()), "raw-fsync-p99-µs")
+}
+
+// sliceTime is about how long BenchmarkWriteCurve's slices of its slowest
+// kind of request take.
+const sliceTime = 100 * time.Millisecond
 
 // BenchmarkCreateToEchoRatio is BenchmarkHTTPThroughput's account-create
 // against gin-echo, interleaved: slices of TVSM_BENCH_SLICE requests
@@ -219,27 +348,42 @@ func run(b *testing.B, request func(i int) (*http.Request, error)) {
 }
 
 // benchClient keeps one connection per benchmark client alive.
-func benchClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients, MaxConnsPerHost: benchClients}}
+func benchClient() *http.Client { return httpClients(benchClients) }
+
+// httpClients is an HTTP client for n concurrent clients, each keeping its
+// connection alive.
+func httpClients(n int) *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n}}
 }
 
 // fire sends the requests with indexes from to to from benchClients
 // concurrent clients and returns the first failure.
 func fire(client *http.Client, from, to int, request func(i int) (*http.Request, error)) error {
+	return fireTimed(client, benchClients, from, to, request, nil)
+}
+
+// fireTimed sends the requests with indexes from to to from clients
+// concurrent clients and returns the first failure. When latencies is not
+// nil, latencies[i-from] is how long request i took.
+func fireTimed(client *http.Client, clients, from, to int, request func(i int) (*http.Request, error), latencies []time.Duration) error {
 	var next atomic.Int64
 	next.Store(int64(from))
 	var wg sync.WaitGroup
 	var failed atomic.Value
-	for range benchClients {
+	for range clients {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= to || failed.Load() != nil {
 					return
 				}
+				start := time.Now()
 				if err := send(client, i, request); err != nil {
 					failed.CompareAndSwap(nil, err)
 					return
+				}
+				if latencies != nil {
+					latencies[i-from] = time.Since(start)
 				}
 			}
 		})
