@@ -80,6 +80,7 @@ type commandSummaryJSON struct {
 	PostTime wire.PostTime     `json:"post_time"`
 	TTL      *int64            `json:"ttl"`
 	State    string            `json:"state"`
+	Reason   *string           `json:"reason"` // as in commandViewJSON
 	Counts   receiptCountsJSON `json:"counts"`
 }
 
@@ -88,7 +89,7 @@ func sendSummary(v query.SendView) sendSummaryJSON {
 	out := sendSummaryJSON{SendID: full.SendID, Recipients: full.Recipients, IDs: full.IDs, Issued: full.Issued,
 		IssuedBy: full.IssuedBy, Commands: make([]commandSummaryJSON, len(full.Commands))}
 	for i, c := range full.Commands {
-		out.Commands[i] = commandSummaryJSON{Index: c.Index, Command: c.Command, PostTime: c.PostTime, TTL: c.TTL, State: c.State, Counts: c.Counts}
+		out.Commands[i] = commandSummaryJSON{Index: c.Index, Command: c.Command, PostTime: c.PostTime, TTL: c.TTL, State: c.State, Reason: c.Reason, Counts: c.Counts}
 	}
 	return out
 }

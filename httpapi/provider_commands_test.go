@@ -611,6 +611,9 @@ func TestPastSendsList(t *testing.T) {
 	if _, has := c0["receipts"]; has || c0["counts"] == nil || c0["state"] == nil || c0["command"] == nil {
 		t.Fatalf("a listed command: %v", c0)
 	}
+	if reason, has := c0["reason"]; !has || reason != nil {
+		t.Fatalf("a listed command: %v", c0)
+	}
 	page := w.su.ok(t, http.MethodGet, "/commands/?start=1&limit=2&sort=-id", nil)
 	if got := keysOf(t, page, "send_id"); fmt.Sprint(got) != fmt.Sprint([]int64{sBoth, sB}) || page.int(t, "total") != 4 {
 		t.Fatalf("second page of two, newest first: %v", page)
