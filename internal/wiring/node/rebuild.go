@@ -172,7 +172,10 @@ func (n *Node) rebuildStats(ctx context.Context, job *projections.RebuildJob) (e
 		return err
 	}
 	rep := n.replayer(fresh, job)
-	if err := rep.catchUp(ctx, live.Position); err != nil {
+	// The runner's position, not the projector's last event: it follows
+	// the log past the events the statistics skip, so a rebuild reaches
+	// the head when the log ends with some (a catalog change).
+	if err := rep.catchUp(ctx, n.StatsRunner.Progress().Position); err != nil {
 		return err
 	}
 	job.SetPhase("taking over")

@@ -340,6 +340,15 @@ func testRebuildStats(t *testing.T, dir string, facts stats.Replacer) {
 	if job := verify(t, env, "readmodel"); job.DifferenceCount != 0 {
 		t.Fatalf("read model check after the statistics rebuild: %+v", job)
 	}
+
+	// A log that ends with events the statistics skip (a catalog change):
+	// a rebuild still goes through its head.
+	superOK(t, env, http.MethodPost, "/api/admin/channels", map[string]any{"name": "Skipped by the statistics", "number": 90})
+	waitStats(t, env)
+	job = waitRebuild(t, env, startRebuild(t, env, "stats", false).ID)
+	if head := env.Node.Runner.Progress().Position().Commit; job.Through != head || job.Head != head {
+		t.Fatalf("rebuild after a catalog change: through %d of %d, want the head %d", job.Through, job.Head, head)
+	}
 }
 
 // waitStats waits until the statistics have applied what the read model
