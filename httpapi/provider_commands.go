@@ -54,44 +54,13 @@ func (h *commandHandlers) list(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	WriteList(c, q, l.Total, func(yield func(sendSummaryJSON) bool) {
+	WriteList(c, q, l.Total, func(yield func(sendJSON[commandSummaryJSON]) bool) {
 		for v := range l.Items {
-			if !yield(sendSummary(v)) {
+			if !yield(sendJSONOf(v, commandSummary)) {
 				return
 			}
 		}
 	})
-}
-
-// sendSummaryJSON is a send in the list of past sends: sendViewJSON
-// without the receipts of each command.
-type sendSummaryJSON struct {
-	SendID     int64                `json:"send_id"`
-	Recipients string               `json:"recipients"`
-	IDs        []int64              `json:"ids"`
-	Issued     wire.DateTime        `json:"issued"`
-	IssuedBy   *string              `json:"issued_by"`
-	Commands   []commandSummaryJSON `json:"commands"`
-}
-
-type commandSummaryJSON struct {
-	Index    int               `json:"index"`
-	Command  json.RawMessage   `json:"command"`
-	PostTime wire.PostTime     `json:"post_time"`
-	TTL      *int64            `json:"ttl"`
-	State    string            `json:"state"`
-	Reason   *string           `json:"reason"` // as in commandViewJSON
-	Counts   receiptCountsJSON `json:"counts"`
-}
-
-func sendSummary(v query.SendView) sendSummaryJSON {
-	full := sendView(v)
-	out := sendSummaryJSON{SendID: full.SendID, Recipients: full.Recipients, IDs: full.IDs, Issued: full.Issued,
-		IssuedBy: full.IssuedBy, Commands: make([]commandSummaryJSON, len(full.Commands))}
-	for i, c := range full.Commands {
-		out.Commands[i] = commandSummaryJSON{Index: c.Index, Command: c.Command, PostTime: c.PostTime, TTL: c.TTL, State: c.State, Reason: c.Reason, Counts: c.Counts}
-	}
-	return out
 }
 
 type commandHandlers struct {
@@ -339,7 +308,7 @@ func (h *commandHandlers) receiptsOf(c *gin.Context) {
 		WriteError(c, err)
 		return
 	}
-	out := sendView(v)
+	out := sendJSONOf(v, commandView)
 	for i := range out.Commands {
 		out.Commands[i].Receipts = Page(page, out.Commands[i].Receipts)
 	}
@@ -352,20 +321,22 @@ func (h *commandHandlers) receiptsOf(c *gin.Context) {
 // is the total a client pages through.
 var receiptsPage = ListSpec{}
 
-// sendViewJSON is a send and its receipts.
-type sendViewJSON struct {
-	SendID     int64             `json:"send_id"`
-	Recipients string            `json:"recipients"`
-	IDs        []int64           `json:"ids"`
-	Issued     wire.DateTime     `json:"issued"`
-	IssuedBy   *string           `json:"issued_by"` // the admin's login
-	Commands   []commandViewJSON `json:"commands"`
+// sendJSON is a send: with its receipts (C commandViewJSON, GET
+// /commands/{send_id}) or without them (C commandSummaryJSON, the list of
+// past sends).
+type sendJSON[C any] struct {
+	SendID     int64         `json:"send_id"`
+	Recipients string        `json:"recipients"`
+	IDs        []int64       `json:"ids"`
+	Issued     wire.DateTime `json:"issued"`
+	IssuedBy   *string       `json:"issued_by"` // the admin's login
+	Commands   []C           `json:"commands"`
 }
 
-// commandViewJSON is one command of a send: the object as sent, its
+// commandSummaryJSON is one command of a send: the object as sent, its
 // schedule in the forms it was given in (post_time GMT, ttl Unix seconds),
-// its state and its receipts.
-type commandViewJSON struct {
+// its state and its receipt counts.
+type commandSummaryJSON struct {
 	Index    int               `json:"index"`
 	Command  json.RawMessage   `json:"command"`
 	PostTime wire.PostTime     `json:"post_time"`
@@ -373,7 +344,12 @@ type commandViewJSON struct {
 	State    string            `json:"state"`
 	Reason   *string           `json:"reason"` // why an expired command expired; null otherwise
 	Counts   receiptCountsJSON `json:"counts"`
-	Receipts []receiptJSON     `json:"receipts"`
+}
+
+// commandViewJSON is a command with its receipts.
+type commandViewJSON struct {
+	commandSummaryJSON
+	Receipts []receiptJSON `json:"receipts"`
 }
 
 type receiptCountsJSON struct {
@@ -390,31 +366,31 @@ type receiptJSON struct {
 	Confirmed wire.DateTime `json:"confirmed"`
 }
 
-func sendView(v query.SendView) sendViewJSON {
-	out := sendViewJSON{
+// sendJSONOf renders v with each command rendered by command.
+func sendJSONOf[C any](v query.SendView, command func(query.CommandView) C) sendJSON[C] {
+	out := sendJSON[C]{
 		SendID:     v.SendID,
 		Recipients: string(v.Recipients),
 		IDs:        v.IDs,
 		Issued:     wire.NewDateTime(v.Issued, nil),
-		Commands:   make([]commandViewJSON, len(v.Commands)),
+		Commands:   make([]C, len(v.Commands)),
 	}
 	if v.IssuedBy.Kind == domain.ActorAdmin {
 		out.IssuedBy = &v.IssuedBy.ID
 	}
 	for i, c := range v.Commands {
-		out.Commands[i] = commandView(c)
+		out.Commands[i] = command(c)
 	}
 	return out
 }
 
-func commandView(c query.CommandView) commandViewJSON {
-	out := commandViewJSON{
+func commandSummary(c query.CommandView) commandSummaryJSON {
+	out := commandSummaryJSON{
 		Index:    c.Index,
 		Command:  c.Command.Object,
 		PostTime: wire.PostTime{Time: c.Command.PostTime},
 		State:    string(c.State),
 		Counts:   receiptCountsJSON{Sent: c.Sent, Acked: c.Acked, Confirmed: c.Confirmed},
-		Receipts: make([]receiptJSON, len(c.Receipts)),
 	}
 	if !c.Command.TTL.IsZero() {
 		ttl := c.Command.TTL.Unix()
@@ -423,6 +399,11 @@ func commandView(c query.CommandView) commandViewJSON {
 	if c.Reason != "" {
 		out.Reason = &c.Reason
 	}
+	return out
+}
+
+func commandView(c query.CommandView) commandViewJSON {
+	out := commandViewJSON{commandSummaryJSON: commandSummary(c), Receipts: make([]receiptJSON, len(c.Receipts))}
 	for i, r := range c.Receipts {
 		out.Receipts[i] = receiptJSON{
 			Device:    r.Device,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"regexp"
@@ -79,13 +80,7 @@ func TestGrafanaDashboard(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		t.Logf("exported: %v", slices.Sorted(func(yield func(string) bool) {
-			for k := range exported {
-				if !yield(k) {
-					return
-				}
-			}
-		}))
+		t.Logf("exported: %v", slices.Sorted(maps.Keys(exported)))
 	}
 }
 

@@ -269,22 +269,15 @@ func registerConnectionMetrics(reg prometheus.Registerer, l *connlimit.Listener)
 type connStates struct {
 	mu    sync.Mutex
 	state map[net.Conn]http.ConnState
-	count [3]int // by connStateNames' index
 }
-
-var connStateNames = [3]http.ConnState{http.StateNew, http.StateActive, http.StateIdle}
 
 func newConnStates(reg prometheus.Registerer) *connStates {
 	c := &connStates{state: map[net.Conn]http.ConnState{}}
-	for i, s := range connStateNames {
+	for _, s := range []http.ConnState{http.StateNew, http.StateActive, http.StateIdle} {
 		metrics.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tvsm_http_connections_by_state", ConstLabels: prometheus.Labels{"state": s.String()},
 			Help: "HTTP connections of the API listener by state: new (no request yet), active (serving a request), idle (kept alive); websockets are tvsm_ws_connections.",
-		}, func() float64 {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			return float64(c.count[i])
-		}))
+		}, func() float64 { return float64(c.count(s)) }))
 	}
 	return c
 }
@@ -293,25 +286,25 @@ func newConnStates(reg prometheus.Registerer) *connStates {
 func (c *connStates) track(conn net.Conn, s http.ConnState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.state[conn]; ok {
-		c.count[stateIndex(old)]--
+	switch s {
+	case http.StateClosed, http.StateHijacked:
 		delete(c.state, conn)
-	}
-	if i := stateIndex(s); i >= 0 {
+	default:
 		c.state[conn] = s
-		c.count[i]++
 	}
 }
 
-// stateIndex is s's index in connStateNames, or -1 for the states a
-// connection leaves the server in (closed, hijacked).
-func stateIndex(s http.ConnState) int {
-	for i, n := range connStateNames {
-		if n == s {
-			return i
+// count returns how many connections are in state s.
+func (c *connStates) count(s http.ConnState) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, cs := range c.state {
+		if cs == s {
+			n++
 		}
 	}
-	return -1
+	return n
 }
 
 // closableStore is an event store backend the node owns and closes.

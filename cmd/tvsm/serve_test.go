@@ -60,7 +60,7 @@ func TestConnStates(t *testing.T) {
 		{a, http.StateClosed, 0, 0, 0},
 	} {
 		c.track(step.conn, step.state)
-		if got := c.count; got != [3]int{step.nw, step.active, step.idle} {
+		if got := [3]int{c.count(http.StateNew), c.count(http.StateActive), c.count(http.StateIdle)}; got != [3]int{step.nw, step.active, step.idle} {
 			t.Fatalf("after %v: new, active, idle %v, want %d %d %d", step.state, got, step.nw, step.active, step.idle)
 		}
 	}

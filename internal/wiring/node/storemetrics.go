@@ -48,28 +48,26 @@ func (m appendMetrics) observe(started time.Time, n int, err error) {
 	m.seconds.WithLabelValues(result).Observe(time.Since(started).Seconds())
 }
 
-// meteredStore times the appends of the store it wraps. It keeps the
-// optional abilities of that store the node's parts look for: a head, and
-// multi-stream appends (meteredMultiStore).
-type meteredStore struct {
+// headStore is a store that reports its head, as every backend does: the
+// projection watchdog and the lag metrics need it.
+type headStore interface {
 	eventstore.Store
+	eventstore.HeadReader
+}
+
+// meteredStore times the appends of the store it wraps. It keeps the
+// optional abilities of that store the node's parts look for: its head,
+// and multi-stream appends (meteredMultiStore).
+type meteredStore struct {
+	headStore
 	m appendMetrics
 }
 
 func (s meteredStore) Append(ctx context.Context, stream string, expect eventstore.Revision, events ...eventstore.EventData) (eventstore.AppendResult, error) {
 	started := time.Now()
-	r, err := s.Store.Append(ctx, stream, expect, events...)
+	r, err := s.headStore.Append(ctx, stream, expect, events...)
 	s.m.observe(started, len(events), err)
 	return r, err
-}
-
-// Head implements eventstore.HeadReader when the wrapped store does.
-func (s meteredStore) Head(ctx context.Context) (eventstore.Position, error) {
-	hr, ok := s.Store.(eventstore.HeadReader)
-	if !ok {
-		return eventstore.Position{}, errors.ErrUnsupported
-	}
-	return hr.Head(ctx)
 }
 
 type meteredMultiStore struct {
@@ -89,32 +87,18 @@ func (s meteredMultiStore) AppendMulti(ctx context.Context, parts ...eventstore.
 }
 
 // metered wraps store so that its appends are timed on reg. A store that
-// cannot report its head is wrapped without one.
+// cannot report its head (none of the backends) is left unmetered rather
+// than given a head that fails.
 func metered(store eventstore.Store, reg prometheus.Registerer) eventstore.Store {
-	s := meteredStore{Store: store, m: newAppendMetrics(reg)}
-	if _, ok := store.(eventstore.HeadReader); !ok {
-		return headless{s}
+	hs, ok := store.(headStore)
+	if !ok {
+		return store
 	}
+	s := meteredStore{headStore: hs, m: newAppendMetrics(reg)}
 	if multi, ok := store.(eventstore.MultiAppender); ok {
 		return meteredMultiStore{s, multi}
 	}
 	return s
-}
-
-// headless hides meteredStore's Head from a store without one, so that
-// the watchdog that looks for it does not find an unsupported one.
-type headless struct{ s meteredStore }
-
-func (h headless) Append(ctx context.Context, stream string, expect eventstore.Revision, events ...eventstore.EventData) (eventstore.AppendResult, error) {
-	return h.s.Append(ctx, stream, expect, events...)
-}
-
-func (h headless) ReadStream(ctx context.Context, stream string, from eventstore.Revision, max int) ([]eventstore.RecordedEvent, error) {
-	return h.s.ReadStream(ctx, stream, from, max)
-}
-
-func (h headless) SubscribeAll(ctx context.Context, after eventstore.Position, filter eventstore.Filter) (eventstore.Subscription, error) {
-	return h.s.SubscribeAll(ctx, after, filter)
 }
 
 // registerGroupCommitMetrics exports the group commits of a store that
