@@ -54,7 +54,6 @@ type group struct {
 	buf     []byte                     // record encoding buffer (the committer's, reused: pebble copies what it is given)
 	tail    []eventstore.RecordedEvent // the staged events, for the tail once durable
 	index   *indexWrites               // the staged index keys, for the batch at apply (the committer's, reused)
-	applied bool                       // the batch went to pebble and awaits its fsync
 	err     error                      // why the batch could not be made durable
 }
 
@@ -71,24 +70,17 @@ type pendingReply struct {
 
 // commitLoop is the single writer. It blocks for one request, stages it and
 // every other request that arrives while commitHold keeps the group open (up
-// to MaxGroup) into one batch and applies it to pebble, then hands the group
-// to syncLoop and goes on with the next one while the first is fsynced: the
-// staging of one group overlaps the fsync of the one before, and pebble's
-// WAL makes every batch applied meanwhile durable with its next fsync.
-//
-// A group applied to pebble is visible to the committer's own checks at
-// once, so the next group is checked against it; readers see it only when
-// syncLoop has advanced the head past it.
+// to MaxGroup) into one batch, and commits the group: it writes the batch to
+// the commit log and fsyncs it itself while the applier puts it into
+// pebble's memtable, then publishes the new head and replies. Requests that
+// arrive meanwhile wait in reqs for the next group.
 func (s *Store) commitLoop(last uint64) {
 	defer close(s.done)
-	synced := make(chan struct{})
-	go s.syncLoop(synced)
-	defer func() { <-synced }()
-	defer close(s.applied)
+	defer close(s.toApply)
 	defer s.own.close()
 	next := last + 1
-	// What only staging uses is reused from group to group; what syncLoop
-	// uses (replies, tail events) is sized like the group before.
+	// What only staging uses is reused from group to group; the replies and
+	// tail events are sized like the group before.
 	index := new(indexWrites)
 	heads, ids := map[string]uint64{}, map[eventstore.EventID]staged{}
 	var lastReplies, lastEvents int
@@ -112,47 +104,40 @@ func (s *Store) commitLoop(last uint64) {
 		s.take(g, first)
 		s.gather(g, timer)
 		lastReplies, lastEvents, buf = len(g.waiting), len(g.tail), g.buf
-		next = s.apply(g)
+		next = s.commit(g)
 		s.maintainRecent()
+		s.maintainLog()
 	}
 }
 
 // gather takes requests into g for as long as commitHold keeps it open.
 // Requests already waiting join it even when it has all it expected, but
-// not once its hold has run out: while appends arrive faster than the
-// committer stages them, that is what starts the next fsync.
+// not once its hold has run out.
 func (s *Store) gather(g *group, timer *time.Timer) {
-	var idle time.Time // since when no fsync runs
+	last := time.Now() // when the group opened or last took a request
 	for len(g.waiting) < s.maxGrp {
-		syncing := s.unsynced.Load() > 0
+		hold, deadline := s.hold.hold(len(g.waiting), last, s.fsyncTime())
 		now := time.Now()
-		if !syncing && idle.IsZero() {
-			idle = now // stays so: only the committer applies groups
-		}
-		hold, deadline := s.hold.hold(len(g.waiting), syncing, idle, s.fsyncTime())
-		if hold && !deadline.IsZero() && !now.Before(deadline) {
+		if hold && !now.Before(deadline) {
 			s.hold.ranOut(len(g.waiting))
 			return
 		}
 		select {
 		case r := <-s.reqs:
 			s.take(g, r)
+			last = now
 			continue
 		default:
 		}
 		if !hold {
 			return
 		}
-		var ranOut <-chan time.Time
-		if !deadline.IsZero() {
-			timer.Reset(deadline.Sub(now))
-			ranOut = timer.C
-		}
+		timer.Reset(deadline.Sub(now))
 		select {
 		case r := <-s.reqs:
 			s.take(g, r)
-		case <-s.settled:
-		case <-ranOut:
+			last = time.Now()
+		case <-timer.C:
 			s.hold.ranOut(len(g.waiting))
 			return
 		case <-s.closing:
@@ -162,7 +147,7 @@ func (s *Store) gather(g *group, timer *time.Timer) {
 	}
 }
 
-// fsyncTime is how long an fsync of the WAL takes.
+// fsyncTime is how long an fsync of the commit log takes.
 func (s *Store) fsyncTime() time.Duration {
 	if s.assumedFsync != 0 {
 		return s.assumedFsync
@@ -170,67 +155,69 @@ func (s *Store) fsyncTime() time.Duration {
 	return s.wal.duration()
 }
 
-// take stages r into g and counts it in flight.
+// take stages r into g.
 func (s *Store) take(g *group, r *appendReq) {
-	s.hold.arrived(int(s.inFlight.Add(1)))
+	s.hold.arrived(int(s.inFlight.Load()))
 	s.stage(g, r)
 }
 
-// apply writes the group's batch to pebble without waiting for its fsync
-// and queues it for syncLoop, which replies in order. It returns the next
+// commit makes g durable and answers its requests. It returns the next
 // free position.
-func (s *Store) apply(g *group) uint64 {
+//
+// The batch goes to the applier before the write, so that the memtable
+// insert (a few µs per event) runs beside the fsync: a goroutine woken by
+// one that goes on running waits for another processor to wake up and
+// take it, tens of µs on a VM, which the fsync outlasts. The committer's
+// next group is checked against pebble, so it waits for the applier too.
+func (s *Store) commit(g *group) uint64 {
 	g.index.writeTo(g.batch)
 	if !g.batch.Empty() {
-		if err := s.db.ApplyNoSyncWait(g.batch, pebble.Sync); err != nil {
-			// Broken at once, so that the committer stages nothing more
-			// behind a batch that is not in pebble.
+		err := s.commitLog.stage(g.batch.Repr()) // copies the batch before pebble changes its header
+		if err == nil {
+			s.toApply <- g.batch
+			err = s.commitLog.write()
+			if applyErr := <-s.appliedErr; err == nil {
+				err = applyErr
+			}
+		}
+		// Appenders that came during the fsync wait in reqs: they count
+		// with this group's, which come back once answered.
+		s.hold.arrived(int(s.inFlight.Load()))
+		if err != nil {
+			// Positions staged in a failed batch may or may not be on disk; the
+			// store refuses appends from then on, so they are never used again.
 			g.err = s.markBroken(err)
 		}
-		g.applied = g.err == nil
 	}
-	s.unsynced.Add(1)
-	s.applied <- g
-	// Positions staged in a failed batch may or may not be on disk; the
-	// store refuses appends from then on, so they are never used again.
+	s.settle(g)
 	return g.next
 }
 
-// syncLoop waits for the fsync of each applied group in the order they were
-// applied, then publishes the new head and replies. Every reply therefore
-// comes after the fsync of its own group and of all groups before it, even
-// for a request answered without writing (a retry of events staged in an
-// earlier group).
-func (s *Store) syncLoop(done chan<- struct{}) {
-	defer close(done)
-	for g := range s.applied {
-		s.settle(g)
+// applier inserts each committed batch into pebble's memtable. Pebble has
+// no WAL of its own (the commit log is the store's), so the batch goes in
+// without a sync.
+func (s *Store) applier() {
+	for b := range s.toApply {
+		s.appliedErr <- s.db.Apply(b, pebble.NoSync)
 	}
 }
 
+// settle publishes g's events once durable and answers every request of g.
 func (s *Store) settle(g *group) {
 	defer g.batch.Close()
-	if g.applied {
-		g.err = g.batch.SyncWait()
-	}
 	// Taken off before the replies, so that an appender that comes back at
 	// once is not counted twice.
 	s.inFlight.Add(-int64(len(g.waiting)))
-	s.unsynced.Add(-1)
-	select {
-	case s.settled <- struct{}{}:
-	default:
-	}
 	if g.err == nil {
 		if errp := s.broken.Load(); errp != nil {
-			g.err = *errp // an earlier group failed: this one is not acknowledged
+			g.err = *errp // refused already, for a reason found while staging
 		}
 	}
 	if g.err != nil {
 		s.fail(g)
 		return
 	}
-	if g.applied {
+	if len(g.tail) > 0 {
 		s.stats.groups.Add(1)
 		s.tail.add(g.tail)
 		s.head.advance(g.next - 1)
@@ -241,6 +228,31 @@ func (s *Store) settle(g *group) {
 		}
 		p.req.done <- p.err
 	}
+}
+
+// maintainLog has pebble flush what the commit log's full segments hold,
+// and recycles those segments once it has.
+func (s *Store) maintainLog() {
+	if s.logFlush != nil {
+		select {
+		case <-s.logFlush:
+			s.commitLog.flushed(s.logFlushN)
+			s.logFlush = nil
+		default:
+		}
+	}
+	if err := s.commitLog.takeErr(); err != nil {
+		s.log.Warn("event store: commit log upkeep failed (appends go on, their fsyncs may be slower)", "err", err)
+	}
+	if s.logFlush != nil || s.commitLog.sealedCount() == 0 {
+		return
+	}
+	flushed, err := s.db.AsyncFlush()
+	if err != nil {
+		s.log.Warn("event store: flush to recycle the commit log failed", "err", err)
+		return
+	}
+	s.logFlush, s.logFlushN = flushed, s.commitLog.sealedCount()
 }
 
 // markBroken makes the store refuse appends from now on because of cause

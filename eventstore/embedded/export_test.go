@@ -72,7 +72,7 @@ func RewriteAsFormat2(dir string) error {
 	for stream, rev := range last {
 		_ = b.Set(headKey(stream), encodePos(rev), nil)
 	}
-	_ = b.Set(metaKey("format"), encodePos(upgradableFormat), nil)
+	_ = b.Set(metaKey("format"), encodePos(2), nil)
 	return b.Commit(pebble.Sync)
 }
 
