@@ -53,4 +53,3 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Fatal("a record of segment 42 accepted in segment 41")
 	}
 }
-
