@@ -210,15 +210,16 @@ func encodeRecord(dst []byte, seq uint64, payload []byte) []byte {
 
 // stage encodes payload as the next record, which write then writes; the
 // caller may change payload once stage returns. It moves to the next
-// segment first when the record does not fit in this one.
-func (l *commitLog) stage(payload []byte) error {
+// segment first when the record does not fit in this one; if it cannot,
+// the record goes on the end of this one, which grows the file: slower
+// fsyncs until the next switch, nothing lost.
+func (l *commitLog) stage(payload []byte) {
 	if l.cur.off > 0 && l.cur.off+logRecordHeader+int64(len(payload)) > l.cur.size {
 		if err := l.switchSegment(); err != nil {
-			return err
+			l.prep.setErr(fmt.Errorf("commit log: next segment: %w", err))
 		}
 	}
 	l.buf = encodeRecord(l.buf[:0], l.cur.seq, payload)
-	return nil
 }
 
 // write writes the staged record and fsyncs it. A record larger than its
@@ -243,7 +244,8 @@ func (l *commitLog) write() error {
 
 // switchSegment seals the current segment, every record of which has been
 // fsynced, and goes on in the spare, or in a new empty file when no spare
-// is ready (its fsyncs cost more until the next switch).
+// is ready (its fsyncs cost more until the next switch). On an error it
+// stays on the current segment.
 func (l *commitLog) switchSegment() error {
 	seq := l.cur.seq + 1
 	l.prep.mu.Lock()
@@ -386,6 +388,12 @@ func (l *commitLog) spareName() string {
 	return filepath.Join(l.dir, fmt.Sprintf("%s%d", sparePrefix, l.prep.made))
 }
 
+func (p *spares) setErr(err error) {
+	p.mu.Lock()
+	p.err = err
+	p.mu.Unlock()
+}
+
 // takeErr returns and clears the last error of the background work, which
 // costs speed (a segment that grows) but loses nothing.
 func (l *commitLog) takeErr() error {
@@ -396,8 +404,11 @@ func (l *commitLog) takeErr() error {
 	return err
 }
 
-// close stops the background work and closes the files.
-func (l *commitLog) close() error {
+// close stops the background work and closes the files. When pebble has
+// flushed everything (a clean close), flushed says so and the segments are
+// removed, oldest first, so that those left by a crash meanwhile are still
+// the newest.
+func (l *commitLog) close(flushed bool) error {
 	if l.prep.stop == nil {
 		return nil
 	}
@@ -409,5 +420,17 @@ func (l *commitLog) close() error {
 			errs = append(errs, seg.f.Close())
 		}
 	}
-	return errors.Join(errs...)
+	if !flushed || errors.Join(errs...) != nil {
+		return errors.Join(errs...)
+	}
+	segs, err := l.list()
+	for _, seq := range segs {
+		if err == nil {
+			err = os.Remove(l.path(seq))
+		}
+	}
+	if l.prep.ready != nil && err == nil {
+		err = os.Remove(l.prep.ready.path)
+	}
+	return errors.Join(err, syncDir(l.dir))
 }

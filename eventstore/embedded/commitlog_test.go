@@ -168,7 +168,8 @@ func TestCommitLogEndsAtATornRecord(t *testing.T) {
 
 // Segments whose records pebble has flushed are recycled or removed: the
 // log stays a few segments long however much is written, and what was
-// written is all there after a clean close and after a crash.
+// written is all there after a crash and after a clean close, which
+// leaves the log empty.
 func TestCommitLogRecyclesFlushedSegments(t *testing.T) {
 	dir := t.TempDir()
 	s, err := embedded.Open(dir, embedded.Options{})
@@ -201,6 +202,10 @@ func TestCommitLogRecyclesFlushedSegments(t *testing.T) {
 	requireStreams(t, s, streams, each)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+	// A clean close flushed pebble: the log has nothing left to replay.
+	if files, _ := embedded.CommitLogFiles(dir); len(files) != 0 {
+		t.Fatalf("commit log files after a clean close: %v, want none", files)
 	}
 	s = openStore(t, dir)
 	requireStreams(t, s, streams, each)

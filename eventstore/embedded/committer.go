@@ -33,14 +33,13 @@ type storeStats struct {
 }
 
 // Stats reports how many group commits and appends the store has done since
-// Open; appends/groups is the mean group size. Several groups can share
-// one fsync (see Fsyncs).
+// Open; appends/groups is the mean group size.
 func (s *Store) Stats() (groups, appends uint64) {
 	return s.stats.groups.Load(), s.stats.appends.Load()
 }
 
-// Fsyncs reports how many fsyncs pebble has made since Open, of its WAL and
-// of the other files it writes.
+// Fsyncs reports how many fsyncs the store has made since Open: of its
+// commit log and of pebble's files.
 func (s *Store) Fsyncs() uint64 { return s.fsyncs.Load() }
 
 // group is the state of one group commit while it is being staged: what the
@@ -172,13 +171,11 @@ func (s *Store) take(g *group, r *appendReq) {
 func (s *Store) commit(g *group) uint64 {
 	g.index.writeTo(g.batch)
 	if !g.batch.Empty() {
-		err := s.commitLog.stage(g.batch.Repr()) // copies the batch before pebble changes its header
-		if err == nil {
-			s.toApply <- g.batch
-			err = s.commitLog.write()
-			if applyErr := <-s.appliedErr; err == nil {
-				err = applyErr
-			}
+		s.commitLog.stage(g.batch.Repr()) // copies the batch before pebble changes its header
+		s.toApply <- g.batch
+		err := s.commitLog.write()
+		if applyErr := <-s.appliedErr; err == nil {
+			err = applyErr
 		}
 		// Appenders that came during the fsync wait in reqs: they count
 		// with this group's, which come back once answered.

@@ -107,10 +107,12 @@ func ReadFormatMarker(dir string) (uint64, error) {
 	return binary.BigEndian.Uint64(v), nil
 }
 
-// WALFsyncs is how many fsyncs of its WAL pebble has made since Open.
+// WALFsyncs is how many fsyncs of its commit log the store has made since
+// Open.
 func (s *Store) WALFsyncs() uint64 { return s.wal.count.Load() }
 
-// WALFsyncTime is how long the WAL's fsyncs since Open took together.
+// WALFsyncTime is how long the commit log's fsyncs since Open took
+// together.
 func (s *Store) WALFsyncTime() time.Duration { return time.Duration(s.wal.totalNs.Load()) }
 
 // InFlight is how many appends the committer has taken and not yet
@@ -132,7 +134,7 @@ func (s *Store) CloseAsCrash() error {
 	s.once.Do(func() {
 		close(s.closing)
 		<-s.done
-		err = errors.Join(s.commitLog.close(), s.db.Close())
+		err = errors.Join(s.commitLog.close(false), s.db.Close())
 	})
 	return err
 }

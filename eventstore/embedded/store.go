@@ -62,9 +62,9 @@ type Options struct {
 	MaxGroup int
 	// CacheSize is pebble's block cache in bytes (default 64 MiB).
 	CacheSize int64
-	// CommitDelay bounds how long, once no fsync runs, a group of appends
-	// waits for the others expected to join it (see commitHold). Zero means
-	// the time of one fsync, as measured; negative means no wait at all.
+	// CommitDelay bounds how long a group of appends waits for the next of
+	// the others expected to join it (see commitHold). Zero means the time
+	// of one fsync, as measured; negative means no wait at all.
 	CommitDelay time.Duration
 
 	filterGenKeys int           // tests: keys per recent-key filter (recent.go)
@@ -277,10 +277,12 @@ func (s *Store) Close() error {
 		// A store closed cleanly has everything in sstables: the next Open
 		// replays nothing, and tools that open pebble alone see it all. A
 		// broken one (a failed fsync) writes nothing more.
+		flushed := false
 		if s.broken.Load() == nil {
 			err = s.db.Flush()
+			flushed = err == nil
 		}
-		err = errors.Join(err, s.commitLog.close(), s.db.Close())
+		err = errors.Join(err, s.commitLog.close(flushed), s.db.Close())
 	})
 	return err
 }
