@@ -12,13 +12,13 @@ import "time"
 // them. An fsync that waits until the appenders just answered have come back
 // carries all of them. So the committer expects as many appends as it has
 // seen in flight at once (sent and not yet answered: at most one per such
-// appender) and closes a group when that many are in it, or when no append
-// has come for one fsync's time (measured): waiting longer for stragglers
-// costs more than an fsync of their own would. Appends that keep coming
-// keep the group open, however long they take to come all: with hundreds
-// of appenders, coming back costs more CPU than an fsync takes, and a group
-// closed early makes the rest wait behind its fsync. A hold that runs out
-// lowers the expectation to the appends that did come.
+// appender) and closes a group when that many are in it. While an earlier
+// group's fsync runs it holds the group without a timer: the fsync ending
+// is what lets the others come back. Once no fsync runs, it holds the group
+// until no append has come for one fsync's time (measured): waiting longer
+// for stragglers costs more than an fsync of their own would. Appends that
+// keep coming keep the group open, however long they take to come all. A
+// hold that runs out lowers the expectation to the appends that did come.
 //
 // A lone appender is never held: one append in flight expects nobody else.
 //
@@ -42,11 +42,16 @@ func (h *commitHold) arrived(inFlight int) {
 }
 
 // hold reports whether a group of size appends stays open, and if so until
-// when; last is when it opened or took its last append, fsync the measured
-// time of one.
-func (h *commitHold) hold(size int, last time.Time, fsync time.Duration) (bool, time.Time) {
+// when: a zero deadline means until an append arrives or an earlier group's
+// fsync ends. syncing says an earlier group waits for its fsync; last is
+// when the group opened, took its last append or saw an fsync end, fsync
+// the measured time of one.
+func (h *commitHold) hold(size int, syncing bool, last time.Time, fsync time.Duration) (bool, time.Time) {
 	if h.limit < 0 || size >= h.expected {
 		return false, time.Time{}
+	}
+	if syncing {
+		return true, time.Time{}
 	}
 	wait := fsync
 	if h.limit > 0 {

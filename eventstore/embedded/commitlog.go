@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,7 +37,7 @@ import (
 // WAL does the same (wal_init_zero, wal_recycle).
 type commitLog struct {
 	dir  string
-	sync func(*os.File) error // fdatasync, or the tests' fsyncer
+	fsync func(*os.File) error // fdatasync, or the tests' fsyncer
 	wal  *walSyncs            // times each fsync
 	// cur is the segment being written; sealed are full ones whose records
 	// pebble may not have flushed yet.
@@ -53,11 +54,12 @@ type commitLog struct {
 
 // segment is one file of the log. size is what it has been filled to.
 type segment struct {
-	f    *os.File
-	path string
-	seq  uint64
-	size int64
-	off  int64 // where the next record goes
+	f        *os.File
+	path     string
+	seq      uint64
+	size     int64
+	off      int64        // where the next record goes
+	unsynced atomic.Int32 // records written and not yet fsynced
 }
 
 const (
@@ -91,7 +93,7 @@ func openCommitLog(dir string, wal *walSyncs, syncFn func(*os.File) error, repla
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
-	l := &commitLog{dir: dir, sync: syncFn, wal: wal, target: minSegment}
+	l := &commitLog{dir: dir, fsync: syncFn, wal: wal, target: minSegment}
 	old, _ := filepath.Glob(filepath.Join(dir, sparePrefix+"*"))
 	for _, path := range old {
 		if err := os.Remove(path); err != nil {
@@ -222,28 +224,37 @@ func (l *commitLog) stage(payload []byte) {
 	l.buf = encodeRecord(l.buf[:0], l.cur.seq, payload)
 }
 
-// write writes the staged record and fsyncs it. A record larger than its
-// segment grows the file: nothing is lost, only its fsync is slower.
-func (l *commitLog) write() error {
+// write writes the staged record and returns the segment it went to, for
+// sync. A record larger than its segment grows the file: nothing is lost,
+// only its fsync is slower.
+func (l *commitLog) write() (*segment, error) {
 	if _, err := l.cur.f.WriteAt(l.buf, l.cur.off); err != nil {
-		return fmt.Errorf("commit log write: %w", err)
+		return nil, fmt.Errorf("commit log write: %w", err)
 	}
 	l.cur.off += int64(len(l.buf))
-	start := time.Now()
-	l.wal.count.Add(1)
-	if err := l.sync(l.cur.f); err != nil {
-		return fmt.Errorf("commit log fsync: %w", err)
-	}
-	l.wal.observe(time.Since(start))
+	l.cur.unsynced.Add(1)
 	if !l.asked && l.cur.off > l.cur.size/2 {
 		l.asked = true
 		l.kick() // the spare is wanted soon
 	}
+	return l.cur, nil
+}
+
+// sync fsyncs what has been written to seg, for one record written to it.
+// The records are fsynced in the order they were written, so once it
+// returns every record before is durable too.
+func (l *commitLog) sync(seg *segment) error {
+	defer seg.unsynced.Add(-1)
+	start := time.Now()
+	l.wal.count.Add(1)
+	if err := l.fsync(seg.f); err != nil {
+		return fmt.Errorf("commit log fsync: %w", err)
+	}
+	l.wal.observe(time.Since(start))
 	return nil
 }
 
-// switchSegment seals the current segment, every record of which has been
-// fsynced, and goes on in the spare, or in a new empty file when no spare
+// switchSegment seals the current segment and goes on in the spare, or in a new empty file when no spare
 // is ready (its fsyncs cost more until the next switch). On an error it
 // stays on the current segment.
 func (l *commitLog) switchSegment() error {
@@ -283,17 +294,25 @@ func (l *commitLog) rename(seg *segment, path string) error {
 // sealedCount is how many full segments await a pebble flush.
 func (l *commitLog) sealedCount() int { return len(l.sealed) }
 
-// flushed hands the first n sealed segments, whose records pebble has since
-// flushed to sstables, to be recycled.
-func (l *commitLog) flushed(n int) {
+// flushed recycles the first of the first n sealed segments whose records
+// pebble has since flushed to sstables, as long as their records are all
+// fsynced (the file is closed), and returns how many it did.
+func (l *commitLog) flushed(n int) int {
+	done := 0
+	for done < n && l.sealed[done].unsynced.Load() == 0 {
+		done++
+	}
 	l.prep.mu.Lock()
-	for _, seg := range l.sealed[:n] {
+	for _, seg := range l.sealed[:done] {
 		seg.f.Close()
 		l.prep.recycle = append(l.prep.recycle, seg.seq)
 	}
 	l.prep.mu.Unlock()
-	l.sealed = append(l.sealed[:0], l.sealed[n:]...)
-	l.kick()
+	l.sealed = append(l.sealed[:0], l.sealed[done:]...)
+	if done > 0 {
+		l.kick()
+	}
+	return done
 }
 
 func (l *commitLog) kick() {

@@ -54,6 +54,12 @@ type group struct {
 	tail    []eventstore.RecordedEvent // the staged events, for the tail once durable
 	index   *indexWrites               // the staged index keys, for the batch at apply (the committer's, reused)
 	err     error                      // why the batch could not be made durable
+	// seg is the commit log segment its record went to, nil if none did;
+	// applied is closed once the applier has put the batch into pebble,
+	// with the outcome in applyErr.
+	seg      *segment
+	applied  chan struct{}
+	applyErr error
 }
 
 type staged struct {
@@ -69,17 +75,25 @@ type pendingReply struct {
 
 // commitLoop is the single writer. It blocks for one request, stages it and
 // every other request that arrives while commitHold keeps the group open (up
-// to MaxGroup) into one batch, and commits the group: it writes the batch to
-// the commit log and fsyncs it itself while the applier puts it into
-// pebble's memtable, then publishes the new head and replies. Requests that
-// arrive meanwhile wait in reqs for the next group.
+// to MaxGroup) into one batch, writes the batch to the commit log, hands it
+// to the applier (pebble's memtable) and the group to syncLoop (the fsync
+// and the replies), and goes on with the next group once the batch is in
+// pebble: the staging of one group overlaps the fsync of the one before.
+//
+// A group applied to pebble is visible to the committer's own checks at
+// once, so the next group is checked against it; readers see it only when
+// syncLoop has advanced the head past it.
 func (s *Store) commitLoop(last uint64) {
 	defer close(s.done)
+	synced := make(chan struct{})
+	go s.syncLoop(synced)
+	defer func() { <-synced }()
+	defer close(s.toSync)
 	defer close(s.toApply)
 	defer s.own.close()
 	next := last + 1
-	// What only staging uses is reused from group to group; the replies and
-	// tail events are sized like the group before.
+	// What only staging uses is reused from group to group; what syncLoop
+	// uses (replies, tail events) is sized like the group before.
 	index := new(indexWrites)
 	heads, ids := map[string]uint64{}, map[eventstore.EventID]staged{}
 	var lastReplies, lastEvents int
@@ -113,11 +127,12 @@ func (s *Store) commitLoop(last uint64) {
 // Requests already waiting join it even when it has all it expected, but
 // not once its hold has run out.
 func (s *Store) gather(g *group, timer *time.Timer) {
-	last := time.Now() // when the group opened or last took a request
+	last := time.Now() // when the group opened, took a request or saw an fsync end
 	for len(g.waiting) < s.maxGrp {
-		hold, deadline := s.hold.hold(len(g.waiting), last, s.fsyncTime())
+		syncing := s.unsynced.Load() > 0
+		hold, deadline := s.hold.hold(len(g.waiting), syncing, last, s.fsyncTime())
 		now := time.Now()
-		if hold && !now.Before(deadline) {
+		if hold && !deadline.IsZero() && !now.Before(deadline) {
 			s.hold.ranOut(len(g.waiting))
 			return
 		}
@@ -131,12 +146,18 @@ func (s *Store) gather(g *group, timer *time.Timer) {
 		if !hold {
 			return
 		}
-		timer.Reset(deadline.Sub(now))
+		var ranOut <-chan time.Time
+		if !deadline.IsZero() {
+			timer.Reset(deadline.Sub(now))
+			ranOut = timer.C
+		}
 		select {
 		case r := <-s.reqs:
 			s.take(g, r)
 			last = time.Now()
-		case <-timer.C:
+		case <-s.settled:
+			last = time.Now()
+		case <-ranOut:
 			s.hold.ranOut(len(g.waiting))
 			return
 		case <-s.closing:
@@ -160,61 +181,95 @@ func (s *Store) take(g *group, r *appendReq) {
 	s.stage(g, r)
 }
 
-// commit makes g durable and answers its requests. It returns the next
-// free position.
+// commit writes g's batch to the commit log and hands it to the applier
+// and g to syncLoop, then waits for the batch to be in pebble. It returns
+// the next free position.
 //
-// The batch goes to the applier before the write, so that the memtable
-// insert (a few µs per event) runs beside the fsync: a goroutine woken by
-// one that goes on running waits for another processor to wake up and
-// take it, tens of µs on a VM, which the fsync outlasts. The committer's
-// next group is checked against pebble, so it waits for the applier too.
+// The order matters on this 2-core VM. A goroutine woken by one that goes
+// on running waits until that one blocks, or until an idle processor has
+// woken up (tens of µs here) and taken it. syncLoop, woken last, runs its
+// fsync as soon as the committer blocks for the applier; the applier,
+// woken first and meanwhile waiting its turn, inserts the batch into the
+// memtable beside that fsync, which outlasts it.
 func (s *Store) commit(g *group) uint64 {
 	g.index.writeTo(g.batch)
 	if !g.batch.Empty() {
 		s.commitLog.stage(g.batch.Repr()) // copies the batch before pebble changes its header
-		s.toApply <- g.batch
-		err := s.commitLog.write()
-		if applyErr := <-s.appliedErr; err == nil {
-			err = applyErr
-		}
-		// Appenders that came during the fsync wait in reqs: they count
-		// with this group's, which come back once answered.
-		s.hold.arrived(int(s.inFlight.Load()))
+		g.applied = make(chan struct{})
+		s.toApply <- g
+		seg, err := s.commitLog.write()
 		if err != nil {
-			// Positions staged in a failed batch may or may not be on disk; the
-			// store refuses appends from then on, so they are never used again.
+			// Broken at once, so that the committer stages nothing more
+			// behind a record that is not in the log.
 			g.err = s.markBroken(err)
+		} else {
+			g.seg = seg
 		}
 	}
-	s.settle(g)
+	s.unsynced.Add(1)
+	s.toSync <- g
+	if g.applied != nil {
+		<-g.applied
+		if g.applyErr != nil {
+			s.markBroken(g.applyErr)
+		}
+	}
+	// Positions staged in a failed batch may or may not be on disk; the
+	// store refuses appends from then on, so they are never used again.
 	return g.next
 }
 
-// applier inserts each committed batch into pebble's memtable. Pebble has
-// no WAL of its own (the commit log is the store's), so the batch goes in
+// applier inserts each group's batch into pebble's memtable. Pebble has no
+// WAL of its own (the commit log is the store's), so the batch goes in
 // without a sync.
 func (s *Store) applier() {
-	for b := range s.toApply {
-		s.appliedErr <- s.db.Apply(b, pebble.NoSync)
+	for g := range s.toApply {
+		g.applyErr = s.db.Apply(g.batch, pebble.NoSync)
+		close(g.applied)
 	}
 }
 
-// settle publishes g's events once durable and answers every request of g.
+// syncLoop fsyncs each group's record in the order the groups were
+// written, then publishes the new head and replies. Every reply therefore
+// comes after the fsync of its own group and of all groups before it, even
+// for a request answered without writing (a retry of events staged in an
+// earlier group).
+func (s *Store) syncLoop(done chan<- struct{}) {
+	defer close(done)
+	for g := range s.toSync {
+		s.settle(g)
+	}
+}
+
 func (s *Store) settle(g *group) {
 	defer g.batch.Close()
+	if g.seg != nil {
+		g.err = s.commitLog.sync(g.seg)
+	}
+	if g.applied != nil {
+		<-g.applied
+		if g.err == nil {
+			g.err = g.applyErr
+		}
+	}
 	// Taken off before the replies, so that an appender that comes back at
 	// once is not counted twice.
 	s.inFlight.Add(-int64(len(g.waiting)))
+	s.unsynced.Add(-1)
+	select {
+	case s.settled <- struct{}{}:
+	default:
+	}
 	if g.err == nil {
 		if errp := s.broken.Load(); errp != nil {
-			g.err = *errp // refused already, for a reason found while staging
+			g.err = *errp // an earlier group failed: this one is not acknowledged
 		}
 	}
 	if g.err != nil {
 		s.fail(g)
 		return
 	}
-	if len(g.tail) > 0 {
+	if g.seg != nil {
 		s.stats.groups.Add(1)
 		s.tail.add(g.tail)
 		s.head.advance(g.next - 1)
@@ -228,13 +283,15 @@ func (s *Store) settle(g *group) {
 }
 
 // maintainLog has pebble flush what the commit log's full segments hold,
-// and recycles those segments once it has.
+// and recycles those segments once it has and their groups are fsynced.
 func (s *Store) maintainLog() {
 	if s.logFlush != nil {
 		select {
 		case <-s.logFlush:
-			s.commitLog.flushed(s.logFlushN)
-			s.logFlush = nil
+			s.logFlushN -= s.commitLog.flushed(s.logFlushN)
+			if s.logFlushN == 0 {
+				s.logFlush = nil
+			}
 		default:
 		}
 	}

@@ -46,6 +46,10 @@ var upgradableFormats = []uint64{2, 3}
 // commitLogDir is the commit log's directory inside the store's.
 const commitLogDir = "commitlog"
 
+// syncQueue bounds the groups written and waiting for their fsync; a full
+// queue makes the committer wait.
+const syncQueue = 16
+
 // memtableSize is pebble's memtable size; memtableReserve is what its
 // memtables can hold of the block cache at once (see Open).
 const (
@@ -100,11 +104,15 @@ type Store struct {
 	// answered.
 	inFlight atomic.Int64
 	wal      *walSyncs
-	// commitLog is the committer's; toApply and appliedErr pass each batch
-	// to the applier and its outcome back.
-	commitLog  *commitLog
-	toApply    chan *pebble.Batch
-	appliedErr chan error
+	// commitLog is the committer's (syncLoop fsyncs the segments it is
+	// given); toApply passes each group to the applier, toSync to syncLoop.
+	commitLog *commitLog
+	toApply   chan *group
+	toSync    chan *group
+	// unsynced counts the groups written and not yet through their fsync;
+	// syncLoop signals settled when a group's fsync has ended.
+	unsynced atomic.Int64
+	settled  chan struct{}
 	// logFlush is the pebble flush that lets the commit log recycle its
 	// first logFlushN sealed segments (the committer's).
 	logFlush  <-chan struct{}
@@ -180,8 +188,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		lsmGen:       lsmGen,
 		hold:         commitHold{limit: opts.CommitDelay},
 		wal:          wal,
-		toApply:      make(chan *pebble.Batch),
-		appliedErr:   make(chan error),
+		toApply:      make(chan *group),
+		toSync:       make(chan *group, syncQueue),
+		settled:      make(chan struct{}, 1),
 		assumedFsync: opts.fsyncTime,
 		fsyncs:       fsyncs,
 	}
