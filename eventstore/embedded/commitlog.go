@@ -36,9 +36,9 @@ import (
 // file needs, which measured about 40% of an fdatasync here. PostgreSQL's
 // WAL does the same (wal_init_zero, wal_recycle).
 type commitLog struct {
-	dir  string
+	dir   string
 	fsync func(*os.File) error // fdatasync, or the tests' fsyncer
-	wal  *walSyncs            // times each fsync
+	wal   *walSyncs            // times each fsync
 	// cur is the segment being written; sealed are full ones whose records
 	// pebble may not have flushed yet.
 	cur    *segment
