@@ -40,7 +40,8 @@ func TestCommitHoldWaitsForEveryAppenderSeenInFlight(t *testing.T) {
 	// While the first group's fsync runs, the 15 wait for it to end,
 	// without a timer: its end is what lets the 16th come back.
 	holdCase(t, &h, 15, true, holdFsync, true, time.Time{})
-	// Once it ended, they wait at most one fsync's time for the 16th.
+	// Once it ended, they wait for the 16th until one fsync's time has
+	// passed since the last of them came (or the fsync ended).
 	holdCase(t, &h, 15, false, holdFsync, true, holdEpoch.Add(holdFsync))
 	// It came back: the group goes to its fsync with all 16.
 	h.arrived(16)

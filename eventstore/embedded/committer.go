@@ -33,14 +33,13 @@ type storeStats struct {
 }
 
 // Stats reports how many group commits and appends the store has done since
-// Open; appends/groups is the mean group size. Several groups can share
-// one fsync (see Fsyncs).
+// Open; appends/groups is the mean group size.
 func (s *Store) Stats() (groups, appends uint64) {
 	return s.stats.groups.Load(), s.stats.appends.Load()
 }
 
-// Fsyncs reports how many fsyncs pebble has made since Open, of its WAL and
-// of the other files it writes.
+// Fsyncs reports how many fsyncs the store has made since Open: of its
+// commit log and of pebble's files.
 func (s *Store) Fsyncs() uint64 { return s.fsyncs.Load() }
 
 // group is the state of one group commit while it is being staged: what the
@@ -54,8 +53,13 @@ type group struct {
 	buf     []byte                     // record encoding buffer (the committer's, reused: pebble copies what it is given)
 	tail    []eventstore.RecordedEvent // the staged events, for the tail once durable
 	index   *indexWrites               // the staged index keys, for the batch at apply (the committer's, reused)
-	applied bool                       // the batch went to pebble and awaits its fsync
 	err     error                      // why the batch could not be made durable
+	// seg is the commit log segment its record went to, nil if none did;
+	// applied is closed once the applier has put the batch into pebble,
+	// with the outcome in applyErr.
+	seg      *segment
+	applied  chan struct{}
+	applyErr error
 }
 
 type staged struct {
@@ -71,10 +75,10 @@ type pendingReply struct {
 
 // commitLoop is the single writer. It blocks for one request, stages it and
 // every other request that arrives while commitHold keeps the group open (up
-// to MaxGroup) into one batch and applies it to pebble, then hands the group
-// to syncLoop and goes on with the next one while the first is fsynced: the
-// staging of one group overlaps the fsync of the one before, and pebble's
-// WAL makes every batch applied meanwhile durable with its next fsync.
+// to MaxGroup) into one batch, writes the batch to the commit log, hands it
+// to the applier (pebble's memtable) and the group to syncLoop (the fsync
+// and the replies), and goes on with the next group once the batch is in
+// pebble: the staging of one group overlaps the fsync of the one before.
 //
 // A group applied to pebble is visible to the committer's own checks at
 // once, so the next group is checked against it; readers see it only when
@@ -84,7 +88,8 @@ func (s *Store) commitLoop(last uint64) {
 	synced := make(chan struct{})
 	go s.syncLoop(synced)
 	defer func() { <-synced }()
-	defer close(s.applied)
+	defer close(s.toSync)
+	defer close(s.toApply)
 	defer s.own.close()
 	next := last + 1
 	// What only staging uses is reused from group to group; what syncLoop
@@ -112,24 +117,21 @@ func (s *Store) commitLoop(last uint64) {
 		s.take(g, first)
 		s.gather(g, timer)
 		lastReplies, lastEvents, buf = len(g.waiting), len(g.tail), g.buf
-		next = s.apply(g)
+		next = s.commit(g)
 		s.maintainRecent()
+		s.maintainLog()
 	}
 }
 
 // gather takes requests into g for as long as commitHold keeps it open.
 // Requests already waiting join it even when it has all it expected, but
-// not once its hold has run out: while appends arrive faster than the
-// committer stages them, that is what starts the next fsync.
+// not once its hold has run out.
 func (s *Store) gather(g *group, timer *time.Timer) {
-	var idle time.Time // since when no fsync runs
+	last := time.Now() // when the group opened, took a request or saw an fsync end
 	for len(g.waiting) < s.maxGrp {
 		syncing := s.unsynced.Load() > 0
+		hold, deadline := s.hold.hold(len(g.waiting), syncing, last, s.fsyncTime())
 		now := time.Now()
-		if !syncing && idle.IsZero() {
-			idle = now // stays so: only the committer applies groups
-		}
-		hold, deadline := s.hold.hold(len(g.waiting), syncing, idle, s.fsyncTime())
 		if hold && !deadline.IsZero() && !now.Before(deadline) {
 			s.hold.ranOut(len(g.waiting))
 			return
@@ -137,6 +139,7 @@ func (s *Store) gather(g *group, timer *time.Timer) {
 		select {
 		case r := <-s.reqs:
 			s.take(g, r)
+			last = now
 			continue
 		default:
 		}
@@ -151,7 +154,9 @@ func (s *Store) gather(g *group, timer *time.Timer) {
 		select {
 		case r := <-s.reqs:
 			s.take(g, r)
+			last = time.Now()
 		case <-s.settled:
+			last = time.Now()
 		case <-ranOut:
 			s.hold.ranOut(len(g.waiting))
 			return
@@ -162,7 +167,7 @@ func (s *Store) gather(g *group, timer *time.Timer) {
 	}
 }
 
-// fsyncTime is how long an fsync of the WAL takes.
+// fsyncTime is how long an fsync of the commit log takes.
 func (s *Store) fsyncTime() time.Duration {
 	if s.assumedFsync != 0 {
 		return s.assumedFsync
@@ -170,48 +175,82 @@ func (s *Store) fsyncTime() time.Duration {
 	return s.wal.duration()
 }
 
-// take stages r into g and counts it in flight.
+// take stages r into g.
 func (s *Store) take(g *group, r *appendReq) {
-	s.hold.arrived(int(s.inFlight.Add(1)))
+	s.hold.arrived(int(s.inFlight.Load()))
 	s.stage(g, r)
 }
 
-// apply writes the group's batch to pebble without waiting for its fsync
-// and queues it for syncLoop, which replies in order. It returns the next
-// free position.
-func (s *Store) apply(g *group) uint64 {
+// commit writes g's batch to the commit log and hands it to the applier
+// and g to syncLoop, then waits for the batch to be in pebble. It returns
+// the next free position.
+//
+// The order matters on this 2-core VM. A goroutine woken by one that goes
+// on running waits until that one blocks, or until an idle processor has
+// woken up (tens of µs here) and taken it. syncLoop, woken last, runs its
+// fsync as soon as the committer blocks for the applier; the applier,
+// woken first and meanwhile waiting its turn, inserts the batch into the
+// memtable beside that fsync, which outlasts it.
+func (s *Store) commit(g *group) uint64 {
 	g.index.writeTo(g.batch)
 	if !g.batch.Empty() {
-		if err := s.db.ApplyNoSyncWait(g.batch, pebble.Sync); err != nil {
+		s.commitLog.stage(g.batch.Repr()) // copies the batch before pebble changes its header
+		g.applied = make(chan struct{})
+		s.toApply <- g
+		seg, err := s.commitLog.write()
+		if err != nil {
 			// Broken at once, so that the committer stages nothing more
-			// behind a batch that is not in pebble.
+			// behind a record that is not in the log.
 			g.err = s.markBroken(err)
+		} else {
+			g.seg = seg
 		}
-		g.applied = g.err == nil
 	}
 	s.unsynced.Add(1)
-	s.applied <- g
+	s.toSync <- g
+	if g.applied != nil {
+		<-g.applied
+		if g.applyErr != nil {
+			s.markBroken(g.applyErr)
+		}
+	}
 	// Positions staged in a failed batch may or may not be on disk; the
 	// store refuses appends from then on, so they are never used again.
 	return g.next
 }
 
-// syncLoop waits for the fsync of each applied group in the order they were
-// applied, then publishes the new head and replies. Every reply therefore
+// applier inserts each group's batch into pebble's memtable. Pebble has no
+// WAL of its own (the commit log is the store's), so the batch goes in
+// without a sync.
+func (s *Store) applier() {
+	for g := range s.toApply {
+		g.applyErr = s.db.Apply(g.batch, pebble.NoSync)
+		close(g.applied)
+	}
+}
+
+// syncLoop fsyncs each group's record in the order the groups were
+// written, then publishes the new head and replies. Every reply therefore
 // comes after the fsync of its own group and of all groups before it, even
 // for a request answered without writing (a retry of events staged in an
 // earlier group).
 func (s *Store) syncLoop(done chan<- struct{}) {
 	defer close(done)
-	for g := range s.applied {
+	for g := range s.toSync {
 		s.settle(g)
 	}
 }
 
 func (s *Store) settle(g *group) {
 	defer g.batch.Close()
-	if g.applied {
-		g.err = g.batch.SyncWait()
+	if g.seg != nil {
+		g.err = s.commitLog.sync(g.seg)
+	}
+	if g.applied != nil {
+		<-g.applied
+		if g.err == nil {
+			g.err = g.applyErr
+		}
 	}
 	// Taken off before the replies, so that an appender that comes back at
 	// once is not counted twice.
@@ -230,7 +269,7 @@ func (s *Store) settle(g *group) {
 		s.fail(g)
 		return
 	}
-	if g.applied {
+	if g.seg != nil {
 		s.stats.groups.Add(1)
 		s.tail.add(g.tail)
 		s.head.advance(g.next - 1)
@@ -241,6 +280,33 @@ func (s *Store) settle(g *group) {
 		}
 		p.req.done <- p.err
 	}
+}
+
+// maintainLog has pebble flush what the commit log's full segments hold,
+// and recycles those segments once it has and their groups are fsynced.
+func (s *Store) maintainLog() {
+	if s.logFlush != nil {
+		select {
+		case <-s.logFlush:
+			s.logFlushN -= s.commitLog.flushed(s.logFlushN)
+			if s.logFlushN == 0 {
+				s.logFlush = nil
+			}
+		default:
+		}
+	}
+	if err := s.commitLog.takeErr(); err != nil {
+		s.log.Warn("event store: commit log upkeep failed (appends go on, their fsyncs may be slower)", "err", err)
+	}
+	if s.logFlush != nil || s.commitLog.sealedCount() == 0 {
+		return
+	}
+	flushed, err := s.db.AsyncFlush()
+	if err != nil {
+		s.log.Warn("event store: flush to recycle the commit log failed", "err", err)
+		return
+	}
+	s.logFlush, s.logFlushN = flushed, s.commitLog.sealedCount()
 }
 
 // markBroken makes the store refuse appends from now on because of cause

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -72,7 +74,7 @@ func RewriteAsFormat2(dir string) error {
 	for stream, rev := range last {
 		_ = b.Set(headKey(stream), encodePos(rev), nil)
 	}
-	_ = b.Set(metaKey("format"), encodePos(upgradableFormat), nil)
+	_ = b.Set(metaKey("format"), encodePos(2), nil)
 	return b.Commit(pebble.Sync)
 }
 
@@ -105,10 +107,12 @@ func ReadFormatMarker(dir string) (uint64, error) {
 	return binary.BigEndian.Uint64(v), nil
 }
 
-// WALFsyncs is how many fsyncs of its WAL pebble has made since Open.
+// WALFsyncs is how many fsyncs of its commit log the store has made since
+// Open.
 func (s *Store) WALFsyncs() uint64 { return s.wal.count.Load() }
 
-// WALFsyncTime is how long the WAL's fsyncs since Open took together.
+// WALFsyncTime is how long the commit log's fsyncs since Open took
+// together.
 func (s *Store) WALFsyncTime() time.Duration { return time.Duration(s.wal.totalNs.Load()) }
 
 // InFlight is how many appends the committer has taken and not yet
@@ -120,4 +124,52 @@ func (s *Store) InFlight() int64 { return s.inFlight.Load() }
 func WithFsyncTime(o Options, d time.Duration) Options {
 	o.fsyncTime = d
 	return o
+}
+
+// CloseAsCrash closes the store as a crash would leave it: pebble's
+// memtable is not flushed, so what it held must come back from the commit
+// log.
+func (s *Store) CloseAsCrash() error {
+	var err error
+	s.once.Do(func() {
+		close(s.closing)
+		<-s.done
+		err = errors.Join(s.commitLog.close(false), s.db.Close())
+	})
+	return err
+}
+
+// CommitLogFiles lists the files in the commit log directory of the store
+// in dir: segments (NNN.seg) and spares.
+func CommitLogFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(dir, commitLogDir))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names, err
+}
+
+// CommitLogSegmentPath is the path of segment seq of the store in dir.
+func CommitLogSegmentPath(dir string, seq uint64) string {
+	return (&commitLog{dir: filepath.Join(dir, commitLogDir)}).path(seq)
+}
+
+// FlushedEvents counts the events in the sstables of the closed store in
+// dir, without replaying its commit log.
+func FlushedEvents(dir string) (uint64, error) {
+	db, err := openRaw(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindEvent}, UpperBound: []byte{kindEvent + 1}})
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	return n, errors.Join(it.Error(), it.Close())
 }

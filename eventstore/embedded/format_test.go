@@ -36,7 +36,8 @@ func TestHeadKeysOnlyForStreamsPastRevisionZero(t *testing.T) {
 }
 
 // Given a store written by a format-2 build (a head key for every stream),
-// Open upgrades it to format 3 in place and every stream keeps its revision;
+// Open upgrades it to the current format in place, replaying what pebble
+// wrote to its WAL, and every stream keeps its revision;
 // a format it does not know is refused.
 func TestOpenUpgradesFormat2(t *testing.T) {
 	dir := t.TempDir()
@@ -66,10 +67,10 @@ func TestOpenUpgradesFormat2(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if v, err := embedded.ReadFormatMarker(dir); err != nil || v != 3 {
-		t.Fatalf("format marker after the upgrade: %d, %v; want 3", v, err)
+	if v, err := embedded.ReadFormatMarker(dir); err != nil || v != 4 {
+		t.Fatalf("format marker after the upgrade: %d, %v; want 4", v, err)
 	}
-	for _, version := range []uint64{1, 4} {
+	for _, version := range []uint64{1, 5} {
 		if err := embedded.WriteFormatMarker(dir, version); err != nil {
 			t.Fatal(err)
 		}

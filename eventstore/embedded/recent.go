@@ -19,7 +19,7 @@ import (
 // stream index key it has written since Open that may still be in a
 // memtable: a key they rule out can only be in the sstables, which an
 // iterator that skips the memtables (OnlyReadGuaranteedDurable) reads. Open flushes the memtables
-// replayed from the WAL, so that every key in a memtable was written by the
+// replayed from the commit log, so that every key in a memtable was written by the
 // committer. Once the filters grow past recentGenKeys, the committer starts a
 // new one and asks pebble to flush; when that flush is done, the keys of the
 // older filters are in sstables and those filters are dropped.

@@ -3,7 +3,8 @@
 //
 // All appends go through one committer goroutine, which takes every append
 // waiting at that moment, checks their expectations in order, writes them in
-// one pebble batch and fsyncs once (group commit). A multi-stream append is
+// one batch to the store's commit log and fsyncs once (group commit), while
+// the batch goes into pebble, which keeps no WAL of its own (commitlog.go). A multi-stream append is
 // one request there: all its parts pass their checks and are staged, or none
 // is. Append returns only after that fsync, so an acknowledged event survives
 // a crash. Positions form a dense sequence 1, 2, 3, ... (Commit == Prepare).
@@ -15,8 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -27,19 +32,23 @@ import (
 )
 
 // formatVersion is stored under metaKey("format"); Open refuses other values
-// except upgradableFormat. Version 2 added the per-stream head keys; version
-// 3 writes them only for streams past revision 0 (see keys.go). A version-2
-// store is a valid version-3 store with redundant head keys, so Open
-// upgrades it by rewriting the marker; a version-2 build then refuses it, as
-// it must: it would take a stream without a head key for a missing one.
-const (
-	formatVersion    = 3
-	upgradableFormat = 2
-)
+// except the upgradable ones. Version 2 added the per-stream head keys;
+// version 3 writes them only for streams past revision 0 (see keys.go);
+// version 4 keeps recent writes in the commit log instead of pebble's WAL.
+// Open upgrades a version-2 or -3 store by rewriting the marker once pebble
+// has replayed its WAL (a version-2 store is a valid version-3 store with
+// redundant head keys); an older build then refuses it, as it must: it
+// would not replay the commit log.
+const formatVersion = 4
 
-// appliedGroups bounds the groups applied to pebble and waiting for their
-// fsync; a full queue makes the committer wait.
-const appliedGroups = 16
+var upgradableFormats = []uint64{2, 3}
+
+// commitLogDir is the commit log's directory inside the store's.
+const commitLogDir = "commitlog"
+
+// syncQueue bounds the groups written and waiting for their fsync; a full
+// queue makes the committer wait.
+const syncQueue = 16
 
 // memtableSize is pebble's memtable size; memtableReserve is what its
 // memtables can hold of the block cache at once (see Open).
@@ -57,9 +66,9 @@ type Options struct {
 	MaxGroup int
 	// CacheSize is pebble's block cache in bytes (default 64 MiB).
 	CacheSize int64
-	// CommitDelay bounds how long, once no fsync runs, a group of appends
-	// waits for the others expected to join it (see commitHold). Zero means
-	// the time of one fsync, as measured; negative means no wait at all.
+	// CommitDelay bounds how long a group of appends waits for the next of
+	// the others expected to join it (see commitHold). Zero means the time
+	// of one fsync, as measured; negative means no wait at all.
 	CommitDelay time.Duration
 
 	filterGenKeys int           // tests: keys per recent-key filter (recent.go)
@@ -79,7 +88,6 @@ type Store struct {
 	// that an appender hands its request over without waiting for the
 	// committer to finish staging the one before.
 	reqs    chan *appendReq
-	applied chan *group // from commitLoop to syncLoop
 	closing chan struct{}
 	done    chan struct{} // closed when the committer has exited
 	once    sync.Once
@@ -92,13 +100,23 @@ type Store struct {
 	broken atomic.Pointer[error]
 	stats  storeStats
 	hold   commitHold // the committer's
-	// inFlight counts the appends the committer has taken and syncLoop not
-	// yet answered; unsynced the groups applied and not yet through their
-	// fsync. syncLoop signals settled when a group's fsync has ended.
+	// inFlight counts the appends sent to the committer and not yet
+	// answered.
 	inFlight atomic.Int64
+	wal      *walSyncs
+	// commitLog is the committer's (syncLoop fsyncs the segments it is
+	// given); toApply passes each group to the applier, toSync to syncLoop.
+	commitLog *commitLog
+	toApply   chan *group
+	toSync    chan *group
+	// unsynced counts the groups written and not yet through their fsync;
+	// syncLoop signals settled when a group's fsync has ended.
 	unsynced atomic.Int64
 	settled  chan struct{}
-	wal      *walSyncs
+	// logFlush is the pebble flush that lets the commit log recycle its
+	// first logFlushN sealed segments (the committer's).
+	logFlush  <-chan struct{}
+	logFlushN int
 	// assumedFsync, when not zero, replaces the measured fsync time.
 	assumedFsync time.Duration
 	recent       *recentKeys
@@ -106,7 +124,7 @@ type Store struct {
 	// lsmGen counts changes of pebble's sstables (flushes, compactions) and
 	// filter drops: the committer renews its iterator when it moves.
 	lsmGen *atomic.Uint64
-	fsyncs *atomic.Uint64 // every fsync of pebble's files
+	fsyncs *atomic.Uint64 // every fsync of pebble's files and of the commit log
 }
 
 // Open opens (creating if needed) the store in dir.
@@ -135,7 +153,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	lsmGen := new(atomic.Uint64)
 	fsyncs, wal := new(atomic.Uint64), new(walSyncs)
 	popts := &pebble.Options{
-		FS:                 syncFS{FS: vfs.Default, fsyncs: fsyncs, wal: wal, via: opts.fsyncer},
+		FS:                 syncFS{FS: vfs.Default, fsyncs: fsyncs, via: opts.fsyncer},
+		DisableWAL:         true, // the commit log is the store's WAL
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
 		MemTableSize:       memtableSize,
@@ -164,30 +183,60 @@ func Open(dir string, opts Options) (*Store, error) {
 		clock:        opts.Clock,
 		maxGrp:       opts.MaxGroup,
 		reqs:         make(chan *appendReq, opts.MaxGroup),
-		applied:      make(chan *group, appliedGroups),
 		closing:      make(chan struct{}),
 		done:         make(chan struct{}),
 		lsmGen:       lsmGen,
 		hold:         commitHold{limit: opts.CommitDelay},
-		settled:      make(chan struct{}, 1),
 		wal:          wal,
+		toApply:      make(chan *group),
+		toSync:       make(chan *group, syncQueue),
+		settled:      make(chan struct{}, 1),
 		assumedFsync: opts.fsyncTime,
 		fsyncs:       fsyncs,
 	}
-	last, err := s.init()
+	sync := func(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
+	if opts.fsyncer != nil {
+		sync = func(f *os.File) error { return opts.fsyncer.SyncData(f.Fd()) }
+	}
+	clog, found, err := openCommitLog(filepath.Join(dir, commitLogDir), wal, func(f *os.File) error {
+		fsyncs.Add(1)
+		return sync(f)
+	}, s.replay)
+	var last uint64
 	if err == nil {
-		// Keys replayed from the WAL go to sstables, so that the committer's
-		// filters know every key in a memtable (see recent.go).
+		last, err = s.init()
+	}
+	if err == nil {
+		// What pebble replayed from a WAL of an older format and what the
+		// commit log replayed go to sstables: pebble keeps no WAL, and the
+		// committer's filters must know every key in a memtable (recent.go).
 		err = db.Flush()
+	}
+	if err == nil {
+		err = clog.start(found)
 	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("embedded: open %s: %w", dir, err)
 	}
+	s.commitLog = clog
 	s.recent = newRecentKeys(opts.filterGenKeys)
 	s.head.init(last)
+	go s.applier()
 	go s.commitLoop(last)
 	return s, nil
+}
+
+// replay puts one record of the commit log, a batch, back into pebble.
+// Records written and flushed before are put again: a batch only sets keys,
+// in the order written, so the newest value of each wins.
+func (s *Store) replay(payload []byte) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.SetRepr(slices.Clone(payload)); err != nil {
+		return err
+	}
+	return s.db.Apply(b, pebble.NoSync)
 }
 
 // init checks the format marker (writing it on a new store) and returns the
@@ -196,7 +245,8 @@ func (s *Store) init() (uint64, error) {
 	v, closer, err := s.db.Get(metaKey("format"))
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
-		if err := s.db.Set(metaKey("format"), encodePos(formatVersion), pebble.Sync); err != nil {
+		// Durable with the flush that follows in Open.
+		if err := s.db.Set(metaKey("format"), encodePos(formatVersion), pebble.NoSync); err != nil {
 			return 0, err
 		}
 	case err != nil:
@@ -204,15 +254,15 @@ func (s *Store) init() (uint64, error) {
 	default:
 		got := binary.BigEndian.Uint64(v)
 		closer.Close()
-		switch got {
-		case formatVersion:
-		case upgradableFormat:
-			if err := s.db.Set(metaKey("format"), encodePos(formatVersion), pebble.Sync); err != nil {
+		switch {
+		case got == formatVersion:
+		case slices.Contains(upgradableFormats, got):
+			if err := s.db.Set(metaKey("format"), encodePos(formatVersion), pebble.NoSync); err != nil {
 				return 0, err
 			}
 			s.log.Info("event store: data format upgraded", "from", got, "to", formatVersion)
 		default:
-			return 0, fmt.Errorf("data format %d, this build reads %d and upgrades %d", got, formatVersion, upgradableFormat)
+			return 0, fmt.Errorf("data format %d, this build reads %d and upgrades %v", got, formatVersion, upgradableFormats)
 		}
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindEvent}, UpperBound: []byte{kindEvent + 1}})
@@ -233,7 +283,15 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		close(s.closing)
 		<-s.done
-		err = s.db.Close()
+		// A store closed cleanly has everything in sstables: the next Open
+		// replays nothing, and tools that open pebble alone see it all. A
+		// broken one (a failed fsync) writes nothing more.
+		flushed := false
+		if s.broken.Load() == nil {
+			err = s.db.Flush()
+			flushed = err == nil
+		}
+		err = errors.Join(err, s.commitLog.close(flushed), s.db.Close())
 	})
 	return err
 }
@@ -282,11 +340,16 @@ func (s *Store) send(ctx context.Context, req *appendReq) error {
 		return *errp
 	}
 	req.done = make(chan error, 1)
+	// Counted before it is sent, so that the committer sees every appender
+	// waiting for it (commitHold); the committer takes it off when it answers.
+	s.inFlight.Add(1)
 	select {
 	case s.reqs <- req:
 	case <-s.closing:
+		s.inFlight.Add(-1)
 		return eventstore.ErrClosed
 	case <-ctx.Done():
+		s.inFlight.Add(-1)
 		return ctx.Err()
 	}
 	// Once the request is queued the outcome is decided by the committer

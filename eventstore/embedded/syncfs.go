@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -9,17 +8,15 @@ import (
 )
 
 // syncFS is pebble's file system with the fsyncs of the files it writes
-// (the WAL above all) counted, those of the WAL timed, and, in tests, made
-// by a fsyncer that can hold or fail them.
+// counted and, in tests, made by a fsyncer that can hold or fail them.
 type syncFS struct {
 	vfs.FS
 	fsyncs *atomic.Uint64
-	wal    *walSyncs
 	via    fsyncer // nil: the files' own fsyncs
 }
 
-// walSyncs counts the WAL's fsyncs and keeps their typical duration: a
-// moving average over about the last eight.
+// walSyncs counts the commit log's fsyncs and keeps their typical
+// duration: a moving average over about the last eight.
 type walSyncs struct {
 	count   atomic.Uint64
 	avgNs   atomic.Int64
@@ -33,7 +30,7 @@ func (w *walSyncs) observe(d time.Duration) {
 	if avg == 0 {
 		avg = int64(d)
 	}
-	w.avgNs.Store(avg + (int64(d)-avg)/8) // one writer: pebble's WAL flusher
+	w.avgNs.Store(avg + (int64(d)-avg)/8) // one writer: the committer
 }
 
 // duration returns the average, zero before the first fsync.
@@ -50,11 +47,7 @@ func (fs syncFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil || f.Fd() == vfs.InvalidFd {
 		return f, err
 	}
-	sf := syncFile{File: f, fs: fs}
-	if filepath.Ext(name) == ".log" { // pebble's WAL files are NNNNNN.log
-		sf.wal = fs.wal
-	}
-	return sf, nil
+	return syncFile{File: f, fs: fs}, nil
 }
 
 func (fs syncFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
@@ -77,12 +70,11 @@ func (fs syncFS) Unwrap() vfs.FS { return fs.FS }
 
 type syncFile struct {
 	vfs.File
-	fs  syncFS
-	wal *walSyncs // nil for files other than the WAL
+	fs syncFS
 }
 
 func (f syncFile) Sync() error {
-	return f.timedSync(func() error {
+	return f.countedSync(func() error {
 		if f.fs.via == nil {
 			return f.File.Sync()
 		}
@@ -91,7 +83,7 @@ func (f syncFile) Sync() error {
 }
 
 func (f syncFile) SyncData() error {
-	return f.timedSync(func() error {
+	return f.countedSync(func() error {
 		if f.fs.via == nil {
 			return f.File.SyncData()
 		}
@@ -99,17 +91,8 @@ func (f syncFile) SyncData() error {
 	})
 }
 
-// timedSync counts the fsync sync makes and, for the WAL, times it.
-func (f syncFile) timedSync(sync func() error) error {
+// countedSync counts the fsync sync makes.
+func (f syncFile) countedSync(sync func() error) error {
 	f.fs.fsyncs.Add(1)
-	if f.wal == nil {
-		return sync()
-	}
-	f.wal.count.Add(1)
-	start := time.Now()
-	err := sync()
-	if err == nil {
-		f.wal.observe(time.Since(start))
-	}
-	return err
+	return sync()
 }
