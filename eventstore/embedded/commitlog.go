@@ -17,7 +17,7 @@ import (
 
 // commitLog is the store's write-ahead log. Pebble runs without a WAL of its
 // own: every group commit is one record here, which the committer writes
-// and fsyncs itself before the group is acknowledged, while the applier
+// and syncLoop fsyncs before the group is acknowledged, while the applier
 // puts the same batch into pebble's memtable. Records are replayed into
 // pebble when the store opens; a segment is recycled once pebble has
 // flushed what it holds to sstables.
@@ -27,8 +27,9 @@ import (
 // woken that way on the waker's processor once the waker blocks (or when
 // an idle processor has woken up and stolen it): the fsync started only
 // after the memtable insert, 60–250 µs after the batch was written, on
-// every group. Here the write and the fsync are the committer's own system
-// calls, and the memtable insert runs beside the fsync.
+// every group. Here the committer writes the record and blocks right after
+// waking syncLoop (see Store.commit), and the memtable insert runs beside
+// the fsync.
 //
 // Segments are files in the store's commitlog directory, named by sequence
 // number and filled with zeros before use (or recycled): overwriting blocks

@@ -2,11 +2,11 @@
 // in pebble, needing no server.
 //
 // All appends go through one committer goroutine, which takes every append
-// waiting at that moment, checks their expectations in order, writes them in
-// one batch to the store's commit log and fsyncs once (group commit), while
-// the batch goes into pebble, which keeps no WAL of its own (commitlog.go). A multi-stream append is
-// one request there: all its parts pass their checks and are staged, or none
-// is. Append returns only after that fsync, so an acknowledged event survives
+// waiting at that moment, checks their expectations in order and writes
+// them in one batch to the store's commit log, fsynced once (group commit);
+// the batch also goes into pebble, which keeps no WAL of its own
+// (commitlog.go). A multi-stream append is one request there: all its parts
+// pass their checks and are staged, or none is. Append returns only after that fsync, so an acknowledged event survives
 // a crash. Positions form a dense sequence 1, 2, 3, ... (Commit == Prepare).
 package embedded
 
@@ -21,7 +21,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -194,7 +193,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		assumedFsync: opts.fsyncTime,
 		fsyncs:       fsyncs,
 	}
-	sync := func(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
+	sync := syncData
 	if opts.fsyncer != nil {
 		sync = func(f *os.File) error { return opts.fsyncer.SyncData(f.Fd()) }
 	}
