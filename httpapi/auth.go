@@ -105,7 +105,8 @@ func CurrentPrincipal(c *gin.Context) (Principal, bool) {
 // WWW-Authenticate: Basic realm="tvsm". The client's address is given to
 // auth in the context (ClientAddress), so that ThrottleLogins can limit
 // failures per address; a throttled attempt is answered 429 with
-// Retry-After.
+// Retry-After. An authenticated request then waits for its
+// HeaderMinPosition (AwaitMinPosition).
 func BasicAuth(auth Authenticator) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		var header string
@@ -128,6 +129,9 @@ func BasicAuth(auth Authenticator) gin.HandlerFunc {
 			return
 		}
 		setPrincipal(c, p)
+		if !AwaitMinPosition(c) {
+			return
+		}
 		c.Next()
 	}
 }

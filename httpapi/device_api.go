@@ -79,6 +79,9 @@ func DeviceAuth(auth DeviceAuthenticator) gin.HandlerFunc {
 			return
 		}
 		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), deviceKey{}, d))
+		if !AwaitMinPosition(c) {
+			return
+		}
 		c.Next()
 	}
 }
@@ -164,6 +167,11 @@ func (h *deviceHandlers) login(c *gin.Context) {
 	in := decodeDeviceLogin(obj)
 	if err := validated(obj, h.api.Writes.ValidateLogin(in)); err != nil {
 		WriteError(c, err)
+		return
+	}
+	// The login checks the credentials against the read model: a device
+	// whose account was just created on another node waits for it here.
+	if !AwaitMinPosition(c) {
 		return
 	}
 	in.RequestID = RequestID(c.Request.Context())

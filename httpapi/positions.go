@@ -37,16 +37,20 @@ type AppliedProgress interface {
 // errMinPosition is the field problem of a malformed HeaderMinPosition.
 var errMinPosition = errors.New(`must be the value of an ` + HeaderPosition + ` header, such as "123" or "123/120"`)
 
-// positionsMiddleware gives writes their HeaderPosition and holds requests
-// that send HeaderMinPosition until the node has applied it, at most
-// timeout; then they are answered 503 with Retry-After, and the client may
-// retry here or on another node.
+// positionsMiddleware gives writes their HeaderPosition and notes a
+// request's HeaderMinPosition (a malformed one is answered 400 at once).
+// The wait for it comes later, in AwaitMinPosition, once the request is
+// authenticated: an anonymous client cannot hold a request open for the
+// timeout.
 func positionsMiddleware(applied AppliedProgress, timeout time.Duration) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if v := c.GetHeader(HeaderMinPosition); v != "" {
-			if !waitMinPosition(c, applied, v, timeout) {
+			pos, err := ParsePosition(v)
+			if err != nil {
+				WriteError(c, ValidationFailed(map[string]string{HeaderMinPosition: errMinPosition.Error()}))
 				return
 			}
+			c.Set(minPositionKey, &minPositionWait{applied: applied, pos: pos, timeout: timeout})
 		}
 		switch c.Request.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
@@ -67,16 +71,35 @@ func positionsMiddleware(applied AppliedProgress, timeout time.Duration) gin.Han
 	}
 }
 
-// waitMinPosition waits until the node has applied the position v names.
-// It answers the request itself (and returns false) when v is malformed
-// or not applied within timeout.
-func waitMinPosition(c *gin.Context, applied AppliedProgress, v string, timeout time.Duration) bool {
-	pos, err := ParsePosition(v)
-	if err != nil {
-		WriteError(c, ValidationFailed(map[string]string{HeaderMinPosition: errMinPosition.Error()}))
-		return false
+// minPositionKey holds, in the gin context, the wait a request's
+// HeaderMinPosition asks for, until AwaitMinPosition has done it.
+const minPositionKey = "tvsm.minPosition"
+
+type minPositionWait struct {
+	applied AppliedProgress
+	pos     eventstore.Position
+	timeout time.Duration
+	done    bool
+}
+
+// AwaitMinPosition holds a request that sent HeaderMinPosition until the
+// node has applied that position, at most the timeout; then it answers 503
+// with Retry-After (the client may retry here or on another node) and
+// returns false. The authentication middlewares call it once they have
+// authenticated the request, and the device login (which is the
+// authentication) before it checks the credentials against the read model.
+// Without the header, or once waited, it returns true at once.
+func AwaitMinPosition(c *gin.Context) bool {
+	v, ok := c.Get(minPositionKey)
+	if !ok {
+		return true
 	}
-	ok, err := applied.WaitWithin(c.Request.Context(), pos, timeout)
+	w := v.(*minPositionWait)
+	if w.done {
+		return true
+	}
+	w.done = true
+	ok, err := w.applied.WaitWithin(c.Request.Context(), w.pos, w.timeout)
 	if err != nil {
 		WriteError(c, err)
 		return false
@@ -84,7 +107,7 @@ func waitMinPosition(c *gin.Context, applied AppliedProgress, v string, timeout 
 	if !ok {
 		c.Header("Retry-After", "1")
 		WriteError(c, Unavailable(fmt.Sprintf("this node has applied the log up to %s, not yet %s (waited %v); retry",
-			FormatPosition(applied.Position()), FormatPosition(pos), timeout)))
+			FormatPosition(w.applied.Position()), FormatPosition(w.pos), w.timeout)))
 		return false
 	}
 	return true

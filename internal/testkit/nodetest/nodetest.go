@@ -93,6 +93,9 @@ type Options struct {
 	Billing node.BillingOptions
 	// Sockets configures the device websocket hub (node.Options.Sockets).
 	Sockets wsgateway.Options
+	// ReadYourWritesTimeout is node.Options.ReadYourWritesTimeout (0: the
+	// node's default).
+	ReadYourWritesTimeout time.Duration
 	// DefaultDeviceLimit is node.Options.DefaultDeviceLimit (0: the
 	// node's default, negative: none).
 	DefaultDeviceLimit int
@@ -151,6 +154,7 @@ func StartWith(t testing.TB, o Options) *Env {
 		PasswordChecks: cmp.Or(o.PasswordChecks, 64),
 		Timers:         o.Timers, Billing: o.Billing, NodeName: "test", Sockets: o.Sockets,
 		Stats: o.Stats, StatsName: o.StatsName, DefaultDeviceLimit: o.DefaultDeviceLimit,
+		ReadYourWritesTimeout: o.ReadYourWritesTimeout,
 	})
 	if err != nil {
 		_ = closeStore()

@@ -3,6 +3,7 @@ package node_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"tvsm/eventstore"
 	"tvsm/httpapi"
@@ -62,4 +63,37 @@ func sendAt(t *testing.T, env *nodetest.Env, method, path string, body any, minP
 		header.Set(httpapi.HeaderMinPosition, minPosition)
 	}
 	return env.DoResponse(t, method, path, env.SuperLogin, env.SuperPassword, body, header)
+}
+
+// TestMinPositionWaitsAfterAuthentication: a request with a position the
+// node will not reach is answered 401 when its credentials are missing or
+// wrong (it never waited: the wait ends in 503), and 503 once
+// authenticated. The device login, which is the authentication, waits
+// before it checks the credentials against the read model.
+func TestMinPositionWaitsAfterAuthentication(t *testing.T) {
+	env := nodetest.StartWith(t, nodetest.Options{ReadYourWritesTimeout: 100 * time.Millisecond})
+	deviceLogin(t, env)
+	future := http.Header{httpapi.HeaderMinPosition: {"999999"}}
+	for _, tc := range []struct {
+		name, method, path, login, password string
+		body                                any
+		header                              http.Header
+		want                                int
+	}{
+		{"provider API, no credentials", http.MethodGet, "/api/provider/accounts", "", "", nil, future, http.StatusUnauthorized},
+		{"provider API, wrong password", http.MethodGet, "/api/provider/accounts", env.SuperLogin, "wrong", nil, future, http.StatusUnauthorized},
+		{"device API, no token", http.MethodGet, "/api/device/channels", "", "", nil, future, http.StatusUnauthorized},
+		{"device API, bad token", http.MethodGet, "/api/device/channels", "", "", nil,
+			http.Header{httpapi.HeaderMinPosition: {"999999"}, "Authorization": {"Bearer nonsense"}}, http.StatusUnauthorized},
+		{"provider API, authenticated", http.MethodGet, "/api/provider/accounts", env.SuperLogin, env.SuperPassword, nil, future, http.StatusServiceUnavailable},
+		{"device login", http.MethodPost, "/api/device/login", "", "", map[string]any{
+			"provider": 1, "login": "multi", "password_md5": "0123456789abcdef0123456789abcdef",
+			"device": map[string]any{"unique_id": "late", "class": "phone"},
+		}, future, http.StatusServiceUnavailable},
+	} {
+		resp, body := env.DoResponse(t, tc.method, tc.path, tc.login, tc.password, tc.body, tc.header)
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, resp.StatusCode, body, tc.want)
+		}
+	}
 }
