@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"tvsm/internal/platform/fsutil"
 )
 
 // tempSuffix ends the names of the temporary files that writeFileAtomic
@@ -42,20 +44,7 @@ func writeFileAtomic(path string, fill func(f *os.File) error) (err error) {
 	if err = os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(dir)
-}
-
-// syncDir fsyncs a directory so that a rename inside it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
+	return fsutil.SyncDir(dir)
 }
 
 // removeStaleTemps deletes temporary files that an interrupted

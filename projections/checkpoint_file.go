@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"tvsm/eventstore"
+	"tvsm/internal/platform/fsutil"
 )
 
 // checkpointExt ends the name of a checkpoint file: <name>.checkpoint.
@@ -90,7 +91,7 @@ func (s *FileCheckpointStore) Delete(ctx context.Context, name string) error {
 	if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("projections: delete checkpoint %q: %w", name, err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := fsutil.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("projections: delete checkpoint %q: %w", name, err)
 	}
 	delete(s.known, name)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"tvsm/internal/platform/fsutil"
 )
 
 // commitLog is the store's write-ahead log. Pebble runs without a WAL of its
@@ -44,16 +46,15 @@ type commitLog struct {
 	// pebble may not have flushed yet.
 	cur    *segment
 	sealed []*segment
-	// target is the size of the next new segment: small for a new store
-	// (tests open hundreds), doubling up to maxSegment as the log grows.
-	target int64
 	asked  bool   // for a spare since the last switch
 	buf    []byte // the record being written
 
 	prep spares
 }
 
-// segment is one file of the log. size is what it has been filled to.
+// segment is one file of the log. size is what it holds before the log
+// moves on to the next one: filled with zeros up to there, unless it was
+// made in a hurry.
 type segment struct {
 	f        *os.File
 	path     string
@@ -79,12 +80,14 @@ type spares struct {
 	mu      sync.Mutex
 	ready   *segment // open, with no sequence number yet
 	recycle []uint64 // flushed segments, oldest first
-	target  int64    // the size a new spare gets
-	made    int      // names the spares
-	wake    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	err     error // the last failure, reported by takeErr
+	// target is the size of the next new segment: small for a new store
+	// (tests open hundreds), doubling up to maxSegment as the log grows.
+	target int64
+	made   int // names the spares
+	wake   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	err    error // the last failure, reported by takeErr
 }
 
 // openCommitLog opens the log in dir, creating it if needed, and calls
@@ -94,7 +97,7 @@ func openCommitLog(dir string, wal *walSyncs, syncFn func(*os.File) error, repla
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
-	l := &commitLog{dir: dir, fsync: syncFn, wal: wal, target: minSegment}
+	l := &commitLog{dir: dir, fsync: syncFn, wal: wal}
 	old, _ := filepath.Glob(filepath.Join(dir, sparePrefix+"*"))
 	for _, path := range old {
 		if err := os.Remove(path); err != nil {
@@ -124,13 +127,13 @@ func (l *commitLog) start(found []uint64) error {
 	if len(found) > 0 {
 		next = found[len(found)-1] + 1
 	}
-	first, err := l.newSegment(l.path(next), l.target)
+	first, err := l.newSegment(l.path(next), minSegment)
 	if err != nil {
 		return err
 	}
 	first.seq = next
 	l.cur = first
-	l.prep = spares{recycle: found, target: l.target, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	l.prep = spares{recycle: found, target: minSegment, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.keepSpare()
 	if len(found) > 0 {
 		l.kick()
@@ -255,22 +258,24 @@ func (l *commitLog) sync(seg *segment) error {
 	return nil
 }
 
-// switchSegment seals the current segment and goes on in the spare, or in a new empty file when no spare
-// is ready (its fsyncs cost more until the next switch). On an error it
-// stays on the current segment.
+// switchSegment seals the current segment and goes on in the spare, or in
+// a new empty file of the size wanted when no spare is ready (it grows as
+// it is written, so its fsyncs cost more until the next switch). On an
+// error it stays on the current segment.
 func (l *commitLog) switchSegment() error {
 	seq := l.cur.seq + 1
 	l.prep.mu.Lock()
 	next := l.prep.ready
 	l.prep.ready = nil
-	l.target = min(l.target*2, maxSegment)
-	l.prep.target = l.target
+	size := l.prep.target
+	l.prep.target = min(l.prep.target*2, maxSegment)
 	l.prep.mu.Unlock()
 	if next == nil {
 		seg, err := l.newSegment(l.path(seq), 0)
 		if err != nil {
 			return err
 		}
+		seg.size = size
 		next = seg
 	} else if err := l.rename(next, l.path(seq)); err != nil {
 		next.f.Close()
@@ -289,7 +294,7 @@ func (l *commitLog) rename(seg *segment, path string) error {
 		return err
 	}
 	seg.path = path
-	return syncDir(l.dir)
+	return fsutil.SyncDir(l.dir)
 }
 
 // sealedCount is how many full segments await a pebble flush.
@@ -334,19 +339,11 @@ func (l *commitLog) newSegment(path string, size int64) (*segment, error) {
 	for off := int64(0); off < size && err == nil; off += int64(len(zeros)) {
 		_, err = f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off)
 	}
-	if err = errors.Join(err, f.Sync(), syncDir(l.dir)); err != nil {
+	if err = errors.Join(err, f.Sync(), fsutil.SyncDir(l.dir)); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return &segment{f: f, path: path, size: size}, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
 }
 
 // keepSpare keeps one spare ready once asked: the oldest flushed segment
@@ -385,7 +382,7 @@ func (l *commitLog) keepSpare() {
 			errs = append(errs, err)
 		}
 		if len(recycle) > 0 {
-			errs = append(errs, syncDir(l.dir))
+			errs = append(errs, fsutil.SyncDir(l.dir))
 		}
 		if !have && spare == nil {
 			var err error
@@ -452,5 +449,5 @@ func (l *commitLog) close(flushed bool) error {
 	if l.prep.ready != nil && err == nil {
 		err = os.Remove(l.prep.ready.path)
 	}
-	return errors.Join(err, syncDir(l.dir))
+	return errors.Join(err, fsutil.SyncDir(l.dir))
 }

@@ -6,8 +6,9 @@
 // them in one batch to the store's commit log, fsynced once (group commit);
 // the batch also goes into pebble, which keeps no WAL of its own
 // (commitlog.go). A multi-stream append is one request there: all its parts
-// pass their checks and are staged, or none is. Append returns only after that fsync, so an acknowledged event survives
-// a crash. Positions form a dense sequence 1, 2, 3, ... (Commit == Prepare).
+// pass their checks and are staged, or none is. Append returns only after
+// that fsync, so an acknowledged event survives a crash. Positions form a
+// dense sequence 1, 2, 3, ... (Commit == Prepare).
 package embedded
 
 import (

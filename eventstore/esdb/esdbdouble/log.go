@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+
+	"tvsm/internal/platform/fsutil"
 )
 
 // logFile is the name of the log in the data directory.
@@ -72,7 +74,7 @@ func (l *eventLog) replay(path string) error {
 		if err := l.file.Sync(); err != nil {
 			return err
 		}
-		if err := syncDir(filepath.Dir(path)); err != nil {
+		if err := fsutil.SyncDir(filepath.Dir(path)); err != nil {
 			return err
 		}
 		b = []byte(fileHeader)
@@ -108,15 +110,6 @@ func (l *eventLog) replay(path string) error {
 	l.durable = len(l.events)
 	_, err = l.file.Seek(int64(off), io.SeekStart)
 	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func (l *eventLog) close() error {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"tvsm/internal/platform/fsutil"
 	"tvsm/projections/stats"
 )
 
@@ -55,7 +56,7 @@ func (s *Store) Replace(_ context.Context, beside stats.FactStore) error {
 	old := s.dir + oldSuffix
 	err := errors.Join(os.RemoveAll(old), os.Rename(s.dir, old))
 	if err == nil {
-		err = errors.Join(os.Rename(b.dir, s.dir), syncDir(filepath.Dir(s.dir)))
+		err = errors.Join(os.Rename(b.dir, s.dir), fsutil.SyncDir(filepath.Dir(s.dir)))
 	}
 	if err != nil {
 		return fmt.Errorf("embedded stats: replace: %w", err)
@@ -78,13 +79,4 @@ func (s *Store) Discard(beside stats.FactStore) error {
 		return fmt.Errorf("embedded stats: discard: %T is not a store from Beside", beside)
 	}
 	return errors.Join(b.Close(), os.RemoveAll(b.dir))
-}
-
-// syncDir makes the renames in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
 }
