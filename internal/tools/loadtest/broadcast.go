@@ -48,6 +48,13 @@ type BroadcastOptions struct {
 	// ProfileDir, when set, receives a CPU profile of every node
 	// (node-N.cpu.pprof) taken over the broadcast.
 	ProfileDir string
+	// ProfileSeconds is how long those profiles run (default 5).
+	ProfileSeconds int
+	// Settle is how long the scenario waits once the devices have
+	// connected, and again once they have disconnected, for their garbage
+	// and socket buffers to settle before memory is read (default 3 s).
+	// Tests that check deliveries rather than memory shorten it.
+	Settle time.Duration
 	// Timeout bounds the whole scenario (default 5 minutes).
 	Timeout time.Duration
 	// Log receives progress lines (default io.Discard).
@@ -157,6 +164,12 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 		return BroadcastResult{}, errors.New("loadtest: Binary, Devices and Procs are required")
 	}
 	o.Nodes = max(o.Nodes, 1)
+	if o.Settle <= 0 {
+		o.Settle = 3 * time.Second
+	}
+	if o.ProfileSeconds <= 0 {
+		o.ProfileSeconds = 5
+	}
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Minute
 	}
@@ -206,7 +219,7 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	if err := c.waitConnected(ctx, 0, o.Log); err != nil {
 		return res, err
 	}
-	schedule.Sleep(ctx, 3*time.Second) // let the disconnections' garbage settle
+	schedule.Sleep(ctx, o.Settle) // let the disconnections' garbage settle
 	before, err := c.measure(ctx)
 	if err != nil {
 		return res, err
@@ -231,7 +244,7 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 		res.HeapBefore, res.HeapAfter = res.HeapBefore+before[i].heap, res.HeapAfter+after[i].heap
 	}
 
-	profiles := c.profile(ctx, o.ProfileDir, o.Log)
+	profiles := c.profile(ctx, o.ProfileDir, o.ProfileSeconds, o.Log)
 	fmt.Fprintf(o.Log, "%d devices connected; sending the message\n", res.Connected)
 	cpuBefore := c.sampleCPU(clients, false)
 	sent := time.Now()
@@ -433,7 +446,7 @@ func (c *cluster) connectAll(ctx context.Context, o BroadcastOptions, provider i
 		cl.stop()
 		return nil, err
 	}
-	schedule.Sleep(ctx, 3*time.Second)
+	schedule.Sleep(ctx, o.Settle)
 	return cl, nil
 }
 
@@ -463,12 +476,9 @@ func (c *cluster) waitConnected(ctx context.Context, n int, log io.Writer) error
 	}
 }
 
-// profileSeconds is how long the CPU profiles of the broadcast run.
-const profileSeconds = 5
-
 // profile starts a CPU profile of every node into dir (nothing when dir is
 // empty) and returns the function that waits for them.
-func (c *cluster) profile(ctx context.Context, dir string, log io.Writer) func() error {
+func (c *cluster) profile(ctx context.Context, dir string, seconds int, log io.Writer) func() error {
 	if dir == "" {
 		return func() error { return nil }
 	}
@@ -476,7 +486,7 @@ func (c *cluster) profile(ctx context.Context, dir string, log io.Writer) func()
 	for i, n := range c.nodes {
 		go func() {
 			path := filepath.Join(dir, fmt.Sprintf("node-%d.cpu.pprof", i))
-			errs <- n.download(ctx, fmt.Sprintf("/api/admin/debug/pprof/profile?seconds=%d", profileSeconds), path)
+			errs <- n.download(ctx, fmt.Sprintf("/api/admin/debug/pprof/profile?seconds=%d", seconds), path)
 		}()
 	}
 	// The profiles start before the message is sent.
