@@ -90,10 +90,16 @@ type referenceHit struct {
 // outsideReferencesIn returns the lines of data that cite something
 // outside the repository, with what each cites first.
 func outsideReferencesIn(data []byte) []referenceHit {
+	if !mayCite(data) {
+		return nil
+	}
 	var hits []referenceHit
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
 	for n := 1; sc.Scan(); n++ {
+		if !mayCite(sc.Bytes()) {
+			continue
+		}
 		line := sc.Text()
 		rest := publicSections.ReplaceAllString(line, "")
 		for _, r := range outsideReferences {
@@ -104,6 +110,22 @@ func outsideReferencesIn(data []byte) []referenceHit {
 		}
 	}
 	return hits
+}
+
+// citeWords are words, lower case, of which every pattern of
+// outsideReferences needs one: text without any of them cites nothing, and
+// the regular expressions, slow on the whole tree, need not run on it.
+var citeWords = [][]byte{[]byte("des" + "ign"), []byte("pit" + "falls"), []byte(section), []byte("iss" + "ue"), []byte("service-" + "spec"), []byte("/work/" + "shared")}
+
+// mayCite reports whether text holds one of citeWords, in any case.
+func mayCite(text []byte) bool {
+	lower := bytes.ToLower(text)
+	for _, w := range citeWords {
+		if bytes.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // pending returns the pendingReferences entry that excuses line of path.
