@@ -13,17 +13,17 @@ ARGS     ?=
 
 all: lint build test
 
-## run: start the service on embedded defaults (data under ./data, listening on :8080)
-run:
-	$(GO) run -ldflags '$(LDFLAGS)' ./cmd/tvsm serve $(ARGS)
+## run: build bin/tvsm (as make build does) and start it on embedded defaults (data under ./data, listening on :8080)
+run: build
+	./bin/tvsm serve $(ARGS)
 
 ## build: build bin/tvsm with the version stamped in
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/tvsm ./cmd/tvsm
 
-## test: run every test with the race detector
+## test: run every test with the race detector; a summary names skipped and slowest tests
 test:
-	$(GO) test -race -count=1 ./...
+	GO=$(GO) $(GO) run ./internal/tools/testsummary -race -count=1 ./...
 
 # How many times make faults kills the node (SIGKILL) under load.
 KILLS ?= 3
