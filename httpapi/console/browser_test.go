@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -290,6 +292,72 @@ const layoutShiftScript = `window.__cls = 0;
 new PerformanceObserver((list) => { for (const e of list.getEntries()) if (!e.hadRecentInput) window.__cls += e.value })
   .observe({ type: 'layout-shift', buffered: true });`
 
+// diffLayoutScript measures every row of the history's diff tables: the
+// field name must stay inside its cell (wrapped where it is long), so that
+// neither the cell nor the text of the name overlaps the old and new value
+// cells, and the cell must not overflow. It returns the rows measured, how
+// many name a field of a list (devices[N].…, subscriptions[N].…: the long
+// names), and the problems found.
+const diffLayoutScript = `(() => {
+  const overlap = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5
+  const px = (r) => Math.round(r.left) + '–' + Math.round(r.right)
+  const out = { rows: 0, lists: 0, problems: [] }
+  for (const tr of document.querySelectorAll('table.diff tbody tr')) {
+    const th = tr.querySelector('th')
+    const tds = [...tr.querySelectorAll('td')]
+    if (!th || tds.length === 0) { out.problems.push('a diff row without a field or a value: ' + tr.textContent); continue }
+    out.rows++
+    const name = th.textContent
+    if (/^\w+\[\d+\]\./.test(name)) out.lists++
+    const cell = th.getBoundingClientRect()
+    const range = document.createRange()
+    range.selectNodeContents(th)
+    const text = [...range.getClientRects()]
+    for (const td of tds) {
+      const box = td.getBoundingClientRect()
+      if (overlap(cell, box)) out.problems.push(name + ': its cell (x ' + px(cell) + ') overlaps the value cell (x ' + px(box) + ')')
+      for (const t of text) {
+        if (overlap(t, box)) out.problems.push(name + ': the name (x ' + px(t) + ') runs into the value ' + JSON.stringify(td.textContent) + ' (x ' + px(box) + ')')
+      }
+    }
+    if (th.scrollWidth > th.clientWidth) out.problems.push(name + ': scrollWidth ' + th.scrollWidth + ' > clientWidth ' + th.clientWidth)
+  }
+  return out
+})()`
+
+// diffLayout is what diffLayoutScript returns.
+type diffLayout struct {
+	Rows     int      `json:"rows"`
+	Lists    int      `json:"lists"`
+	Problems []string `json:"problems"`
+}
+
+// checkDiffs fails unless every field name of the history's diffs stays
+// in its cell; the page must show at least one field of a list (the long
+// names), or the check would prove nothing.
+func (b *tab) checkDiffs(width string) {
+	b.t.Helper()
+	d := evaluate[diffLayout](b, diffLayoutScript)
+	if d.Lists == 0 {
+		b.t.Errorf("%s: no history diff names a field of a list (devices[N].…) among %d rows: nothing long to check", width, d.Rows)
+	}
+	if len(d.Problems) > 0 {
+		b.t.Errorf("%s: the history diffs (%d rows) overlap:\n%s", width, d.Rows, strings.Join(d.Problems, "\n"))
+	}
+}
+
+// showListDiff scrolls the history to the first diff row naming a field of
+// a list, for a screenshot.
+func (b *tab) showListDiff() {
+	b.t.Helper()
+	if !evaluate[bool](b, `(() => {
+		const th = [...document.querySelectorAll('table.diff tbody th')].find(th => /^\w+\[\d+\]\./.test(th.textContent))
+		th?.closest('li').scrollIntoView({ block: 'start' })
+		return th !== undefined })()`) {
+		b.fail("no history diff names a field of a list")
+	}
+}
+
 func TestConsoleInBrowser(t *testing.T) {
 	w := build(t)
 	w.runDevice(t)
@@ -356,6 +424,9 @@ func TestConsoleInBrowser(t *testing.T) {
 			r.querySelector('del')?.textContent === 'Alice Example' && r.querySelector('ins')?.textContent === 'Alice Smith')`)
 		b.wait(`document.querySelector('#acc-devs')?.parentElement.textContent.includes('● online')`)
 		b.wait(`document.querySelector('#acc-subs')?.parentElement.textContent.includes('Basic (` + fmt.Sprint(w.basic) + `)')`)
+		// Long field names (the simulated device's devices[N].unique_id)
+		// wrap in their cell instead of running under the old value.
+		b.checkDiffs("1280 px")
 		b.shot("account")
 	})
 
@@ -412,6 +483,41 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.shot("commands")
 	})
 
+	step("the command form shows the fields of its command", func(t *testing.T) {
+		b := b.on(t)
+		b.wait(`document.querySelector('form.command-form select') !== null`)
+		common := []string{"To", "Ids", "Command", "Expires after (minutes)"}
+		want := map[string][]string{
+			"user_message":         append(slices.Clone(common), "Message type", "Text"),
+			"switch_to_channel":    append(slices.Clone(common), "Channel id"),
+			"refresh_channel_list": common, "reinit": common, "restart": common, "update": common,
+		}
+		const commandSelect = `[...document.querySelectorAll('form.command-form .field')].find(f => f.querySelector('label').textContent === 'Command').querySelector('select')`
+		kinds := evaluate[[]string](b, `[...`+commandSelect+`.options].map(o => o.value)`)
+		if len(kinds) != len(want) {
+			t.Errorf("the form offers the commands %q, want the %d of %v", kinds, len(want), slices.Sorted(maps.Keys(want)))
+		}
+		for _, kind := range kinds {
+			// Choose the command as a user does (a change event), then list
+			// the fields the form shows (those laid out: not display: none).
+			visible := evaluate[[]string](b, fmt.Sprintf(`(() => {
+				const kind = %s
+				kind.value = %q
+				kind.dispatchEvent(new Event('change', { bubbles: true }))
+				return [...document.querySelectorAll('form.command-form .field')]
+					.filter(f => f.offsetParent !== null && getComputedStyle(f).display !== 'none' && f.getClientRects().length > 0)
+					.map(f => f.querySelector('label').textContent) })()`, commandSelect, kind))
+			if w, ok := want[kind]; !ok {
+				t.Errorf("the form offers the command %q, which the test does not know", kind)
+			} else if !slices.Equal(visible, w) {
+				t.Errorf("command %s: the form shows the fields %q, want %q", kind, visible, w)
+			}
+			if kind == "user_message" || kind == "switch_to_channel" {
+				b.shot("command-" + strings.ReplaceAll(kind, "_", "-"))
+			}
+		}
+	})
+
 	step("phone width", func(t *testing.T) {
 		b := b.on(t)
 		b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
@@ -421,6 +527,9 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("the account page is wider than a phone: %d px", evaluate[int](b, `document.documentElement.scrollWidth`))
 		}
 		b.shot("phone-account")
+		b.checkDiffs("390 px")
+		b.showListDiff()
+		b.shot("phone-history")
 		b.do(chromedp.EmulateViewport(1280, 900))
 	})
 
@@ -452,13 +561,23 @@ func TestConsoleInBrowser(t *testing.T) {
 	})
 }
 
-// TestConsoleOnDemo browses a demo history: paging through the accounts,
-// an account with months of history, and the statistics of the last 30
-// days at desktop and phone widths. Its screenshots illustrate the README
-// (make screenshots).
+// statsRange is what the statistics page shows: the days of its chart, the
+// range in its form, and the range buttons marked as the one chosen.
+type statsRange struct {
+	Days    []string `json:"days"`
+	From    string   `json:"from"`
+	To      string   `json:"to"`
+	Pressed []string `json:"pressed"`
+}
+
+// TestConsoleOnDemo browses a demo history of 90 days, as the README's
+// shows: paging through the accounts, an account with months of history at
+// desktop and phone widths, the statistics of the last 90 days (the page's
+// default range), and the accounts at phone width. Its screenshots
+// illustrate the README (make screenshots).
 func TestConsoleOnDemo(t *testing.T) {
 	dir := t.TempDir()
-	writeDemo(t, dir, demo.Options{Days: 60, Accounts: 400, Seed: 5})
+	_, closed := writeDemo(t, dir, demo.Options{Days: 90, Accounts: 400, Seed: 5})
 	env := nodetest.StartWith(t, nodetest.Options{Dir: dir})
 	ctx := browser.Start(t, browser.Options{Width: 1280, Height: 900})
 	b := &tab{t: t, ctx: ctx, url: env.URL, shots: browser.ScreenshotDir(t)}
@@ -481,13 +600,29 @@ func TestConsoleOnDemo(t *testing.T) {
 	b.wait(`document.querySelector('.reserve-accounts tbody a') !== null`)
 	b.do(chromedp.Click(chromedp.CSS(`.reserve-accounts tbody a`)))
 	b.wait(`document.querySelectorAll('ol.timeline li').length >= 3 && document.querySelector('#acc-devs')?.parentElement.querySelector('table') !== null`)
+	account := evaluate[string](b, `location.hash`)
+	// Its subscriptions[N].… and devices[N].… changes wrap in their cells.
+	b.checkDiffs("1280 px")
 	b.shot("demo-account")
 
 	b.do(chromedp.EmulateViewport(1280, 1750))
 	b.open("#/stats")
 	b.wait(`document.querySelector('.charts')?.dataset.state === 'ready'`)
-	if n := evaluate[int](b, `document.getElementById('chart-subscriptions').chartData.days.length`); n != 30 {
-		t.Errorf("the default range shows %d closed days, want the last 30", n)
+	// The page opens on the last 90 closed days, as the README promises.
+	closedDay, err := time.Parse(time.DateOnly, closed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstDay := closedDay.AddDate(0, 0, -89).Format(time.DateOnly)
+	shown := evaluate[statsRange](b, `({ days: document.getElementById('chart-subscriptions').chartData.days,
+		from: document.querySelector('form.filters input[type=date]').value,
+		to: document.querySelectorAll('form.filters input[type=date]')[1].value,
+		pressed: [...document.querySelectorAll('.presets button[aria-pressed=true]')].map(e => e.textContent) })`)
+	if n := len(shown.Days); n != 90 || shown.Days[0] != firstDay || shown.Days[n-1] != closed {
+		t.Errorf("the default range shows %d closed days (%v … %v), want the 90 from %s to %s", n, shown.Days[:min(n, 1)], shown.Days[max(n-1, 0):], firstDay, closed)
+	}
+	if shown.From != firstDay || shown.To != closed || !slices.Equal(shown.Pressed, []string{"90 days"}) {
+		t.Errorf("the range chosen is %s to %s, preset %q; want %s to %s, preset \"90 days\"", shown.From, shown.To, shown.Pressed, firstDay, closed)
 	}
 	b.shot("demo-stats")
 
@@ -498,4 +633,15 @@ func TestConsoleOnDemo(t *testing.T) {
 		t.Errorf("the accounts page is wider than a phone: %d px", evaluate[int](b, `document.documentElement.scrollWidth`))
 	}
 	b.shot("demo-phone")
+
+	// The account's history on a phone: long field names wrap, and the page
+	// stays as wide as the phone.
+	b.open(account)
+	b.wait(`document.querySelectorAll('ol.timeline li').length >= 3`)
+	b.checkDiffs("390 px")
+	if evaluate[bool](b, `document.documentElement.scrollWidth > window.innerWidth + 1`) {
+		t.Errorf("the account page is wider than a phone: %d px", evaluate[int](b, `document.documentElement.scrollWidth`))
+	}
+	b.showListDiff()
+	b.shot("phone-demo-history")
 }

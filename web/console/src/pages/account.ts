@@ -112,9 +112,10 @@ export async function accountPage(p: Page, id: number): Promise<void> {
         h('div', { class: 'when' }, h('time', { datetime: e.time }, fmtTime(e.time)), ' · ', e.actor || 'system'),
         h('div', { class: 'what' }, h('strong', null, e.summary || e.type), ' ', h('code', { class: 'muted' }, e.type)),
         e.changes.length ? h('table', { class: 'diff' },
+          h('colgroup', null, h('col'), h('col'), h('col')),
           h('thead', { class: 'sr-only' }, h('tr', null, h('th', null, 'Field'), h('th', null, 'Old'), h('th', null, 'New'))),
           h('tbody', null, e.changes.map((c) => h('tr', null,
-            h('th', { scope: 'row' }, c.field),
+            h('th', { scope: 'row' }, fieldName(c.field)),
             c.secret ? h('td', { colspan: 2 }, h('em', null, 'changed (secret, not shown)'))
               : [h('td', null, h('del', null, show(c.old))), h('td', null, h('ins', null, show(c.new)))])))) : null,
         e.request_id ? h('div', { class: 'muted small' }, 'request ', e.request_id) : null))))
@@ -126,6 +127,13 @@ export async function accountPage(p: Page, id: number): Promise<void> {
   ])
   // Online state and last seen move on their own: refresh them.
   p.every(10000, async () => { await loadDevices() })
+}
+
+// fieldName lets a long field name (subscriptions[1734].time_shift_depth)
+// wrap in its cell: a line may break before a bracket and after a dot or an
+// underscore (style.css breaks a part still too long anywhere).
+function fieldName(name: string): Child[] {
+  return name.split(/(?=\[)|(?<=[._])/).flatMap((part, i) => (i === 0 ? [part] : [h('wbr'), part]))
 }
 
 function show(v: unknown): string {

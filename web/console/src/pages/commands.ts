@@ -25,10 +25,12 @@ export function commandForm(p: Page, recipients = 'accounts', ids: number[] = []
   const channel = h('input', { type: 'number', min: 1 })
   const ttl = h('input', { type: 'number', min: 1, max: 525600, placeholder: 'none' })
   const msgFields = h('div', { class: 'grid' }, field('Message type', type), field('Text', text))
-  const chanField = field('Channel id', channel)
+  const chanFields = h('div', { class: 'grid' }, field('Channel id', channel))
+  // Only the fields of the command chosen show (style.css makes hidden win
+  // over the grid's display).
   const sync = () => {
     msgFields.hidden = kind.value !== 'user_message'
-    chanField.hidden = kind.value !== 'switch_to_channel'
+    chanFields.hidden = kind.value !== 'switch_to_channel'
   }
   kind.addEventListener('change', sync)
   sync()
@@ -51,7 +53,7 @@ export function commandForm(p: Page, recipients = 'accounts', ids: number[] = []
   },
   h('div', { class: 'grid' }, field('To', rec), field('Ids', idsIn, 'comma separated'), field('Command', kind),
     field('Expires after (minutes)', ttl, 'empty: only devices connected now')),
-  msgFields, chanField, h('div', { class: 'actions' }, button))
+  msgFields, chanFields, h('div', { class: 'actions' }, button))
 }
 
 export function sendPage(p: Page): void {

@@ -23,15 +23,23 @@ interface AccountAnswer {
 const day = (d: Date) => d.toISOString().slice(0, 10)
 const addDays = (s: string, n: number) => { const d = new Date(s + 'T00:00:00Z'); d.setUTCDate(d.getUTCDate() + n); return day(d) }
 
+// The ranges offered, in days ending yesterday; the page opens on 90 days.
+const ranges: [number, string][] = [[7, '7 days'], [30, '30 days'], [90, '90 days'], [365, '1 year'], [1096, '3 years']]
+const defaultDays = 90
+
 export async function statsPage(p: Page): Promise<void> {
   const me = currentAdmin()!
   const yesterday = addDays(day(new Date()), -1)
   const to = h('input', { type: 'date', value: p.params.get('to') ?? yesterday, required: true })
-  const from = h('input', { type: 'date', value: p.params.get('from') ?? addDays(yesterday, -29), required: true })
+  const from = h('input', { type: 'date', value: p.params.get('from') ?? addDays(yesterday, -(defaultDays - 1)), required: true })
   const provider = h('select', null, me.provider === null ? h('option', { value: '' }, 'All providers') : null)
+  // The button of the range shown, if it is one of them, is marked pressed.
   const presets = h('div', { class: 'presets', role: 'group', 'aria-label': 'Ranges' },
-    [[7, '7 days'], [30, '30 days'], [365, '1 year'], [1096, '3 years']].map(([n, l]) =>
-      h('button', { type: 'button', class: 'secondary small', onclick: () => { to.value = yesterday; from.value = addDays(yesterday, -(Number(n) - 1)); submit() } }, String(l))))
+    ranges.map(([n, l]) => h('button', {
+      type: 'button', class: 'secondary small',
+      'aria-pressed': String(to.value === yesterday && from.value === addDays(yesterday, -(n - 1))),
+      onclick: () => { to.value = yesterday; from.value = addDays(yesterday, -(n - 1)); submit() },
+    }, l)))
   const submit = () => go('#/stats' + query({ from: from.value, to: to.value, provider: provider.value || p.params.get('provider') }))
   const csvButton = (name: string, make: () => string) =>
     h('button', { type: 'button', class: 'secondary small', 'data-csv': name, onclick: () => download(name, make()) }, 'CSV')
