@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"tvsm/domain"
 	"tvsm/eventstore"
@@ -239,15 +241,19 @@ func TestUnknownAndBadEvents(t *testing.T) {
 
 // TestConcurrentReaders runs queries while events are applied (for the
 // race detector) and checks that a reader never sees an account half
-// applied: its devices and the device index agree.
+// applied: its devices and the device index agree. Each reader pauses a
+// millisecond between rounds: four readers spinning on a two-core machine
+// left the writer a fifth of the processors, which only made the test slow.
 func TestConcurrentReaders(t *testing.T) {
 	m := New(nil)
 	f := newFeed()
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
+	var rounds atomic.Int64
 	for r := range 4 {
 		wg.Go(func() {
-			for ctx.Err() == nil {
+			for ; ctx.Err() == nil; time.Sleep(time.Millisecond) {
+				rounds.Add(1)
 				l := must(m.ListAccounts(AccountQuery{Scope: AllProviders, QuickSearch: "user", Page: Page{Limit: 50, Sort: []SortKey{{Field: "login", Desc: r%2 == 0}}}}))
 				for a := range l.Items {
 					if a.Login == "" {
@@ -276,6 +282,10 @@ func TestConcurrentReaders(t *testing.T) {
 	applyTypical(t, m, f, 2000, 2)
 	cancel()
 	wg.Wait()
+	t.Logf("%d rounds of reads while events were applied", rounds.Load())
+	if rounds.Load() < 8 {
+		t.Errorf("the readers ran %d rounds while events were applied: too few to overlap them", rounds.Load())
+	}
 }
 
 func slicesContainsDevice(ds []domain.Device, id int64) bool {
