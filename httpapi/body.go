@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"fmt"
+	"maps"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -37,7 +40,87 @@ func ReadObject(c *gin.Context, opts wire.DecodeOptions) (*wire.Object, error) {
 	// MaxBytesReader also tells the server to close the connection instead
 	// of draining an oversized body.
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
-	return wire.ReadObject(c.Request.Body, opts)
+	obj, err := wire.ReadObject(c.Request.Body, opts)
+	if obj != nil {
+		c.Set(requestObjectKey, obj)
+	}
+	return obj, err
+}
+
+// requestObjectKey is where ReadObject leaves the request's object, for
+// WriteError to name a key nobody read beside a field it nearly spells.
+const requestObjectKey = "httpapi.requestObject"
+
+// withMisspelledKeys adds to a validation failure e, for each key of the
+// request's object that no handler read and that is a near miss of a field
+// e names ("nmae" beside "name: required"), that it is unknown and what it
+// may have meant. Unknown keys are otherwise ignored, as the original API
+// does, so a typo would only show as the required field it misses.
+func withMisspelledKeys(c *gin.Context, e *Error) *Error {
+	v, ok := c.Get(requestObjectKey)
+	obj, _ := v.(*wire.Object)
+	if !ok || obj == nil {
+		return e
+	}
+	var fields map[string]string
+	for _, key := range obj.Unknown() {
+		for _, name := range slices.Sorted(maps.Keys(e.Fields)) {
+			if key != name && nearMiss(key, name) {
+				if fields == nil {
+					fields = maps.Clone(e.Fields)
+				}
+				fields[key] = fmt.Sprintf("unknown field; did you mean %q?", name)
+				break
+			}
+		}
+	}
+	if fields == nil {
+		return e
+	}
+	out := ValidationFailed(fields)
+	out.Err = e.Err
+	return out
+}
+
+// nearMiss reports whether a is b misspelt: the same but for case, or at
+// most one edit (an insertion, a deletion, a substitution or two adjacent
+// letters swapped) apart, two for names of six letters or more.
+func nearMiss(a, b string) bool {
+	a, b = strings.ToLower(a), strings.ToLower(b)
+	limit := 1
+	if min(len(a), len(b)) >= 6 {
+		limit = 2
+	}
+	if d := len(a) - len(b); d > limit || -d > limit {
+		return false // and a body of many long keys costs no more
+	}
+	return editDistance(a, b) <= limit
+}
+
+// editDistance is the optimal string alignment distance between a and b
+// (Levenshtein's, with a swap of adjacent bytes counting as one edit).
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // CheckJSONContentType accepts a request body declared as JSON, leniently:

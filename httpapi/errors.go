@@ -230,6 +230,9 @@ func WriteError(c *gin.Context, err error) {
 		err = errors.New("httpapi: WriteError called with a nil error")
 	}
 	e := AsError(err)
+	if e.Code == CodeValidationFailed && len(e.Fields) > 0 {
+		e = withMisspelledKeys(c, e)
+	}
 	_ = c.Error(err)
 	if e.Status >= http.StatusInternalServerError && e.Code == CodeInternal {
 		// Give the caller a handle on the log line without exposing internals.
