@@ -124,3 +124,47 @@ func settingOfEnv(name string) (setting, bool) {
 	}
 	return setting{}, false
 }
+
+// TestSystemdUnitDocumentationIsInstalled: every page the systemd unit's
+// Documentation= names (what `systemctl help tvsm` opens) is a file that
+// the install steps in the unit's header put there, from a file of the
+// repository.
+func TestSystemdUnitDocumentationIsInstalled(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(deployDir, "tvsm.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed := map[string]string{} // path on the host → file of the repository
+	var docs []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if f := strings.Fields(strings.TrimPrefix(line, "#")); len(f) > 0 && f[0] == "install" {
+			if i := slices.Index(f, "-t"); i >= 0 && i+1 < len(f) {
+				for _, pattern := range f[i+2:] {
+					files, err := filepath.Glob(filepath.Join(deployDir, "..", pattern))
+					if err != nil || len(files) == 0 {
+						t.Errorf("the install step %q names %s, which matches no file of the repository", line, pattern)
+					}
+					for _, file := range files {
+						installed[f[i+1]+"/"+filepath.Base(file)] = file
+					}
+				}
+			}
+		}
+		if v, ok := strings.CutPrefix(line, "Documentation="); ok {
+			docs = append(docs, strings.Fields(v)...)
+		}
+	}
+	if len(docs) == 0 {
+		t.Fatal("the unit names no Documentation=")
+	}
+	for _, uri := range docs {
+		path, ok := strings.CutPrefix(uri, "file://")
+		if !ok {
+			t.Errorf("Documentation=%s: only installed files are named (file://)", uri)
+			continue
+		}
+		if _, ok := installed[path]; !ok {
+			t.Errorf("Documentation=%s: no install step in the unit's header puts a file there", uri)
+		}
+	}
+}
