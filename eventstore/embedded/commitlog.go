@@ -40,6 +40,7 @@ import (
 // WAL does the same (wal_init_zero, wal_recycle).
 type commitLog struct {
 	dir   string
+	first int64                // the size of the first segment a start makes (minSegment; tests set less)
 	fsync func(*os.File) error // fdatasync, or the tests' fsyncer
 	wal   *walSyncs            // times each fsync
 	// cur is the segment being written; sealed are full ones whose records
@@ -97,7 +98,7 @@ func openCommitLog(dir string, wal *walSyncs, syncFn func(*os.File) error, repla
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
-	l := &commitLog{dir: dir, fsync: syncFn, wal: wal}
+	l := &commitLog{dir: dir, fsync: syncFn, wal: wal, first: minSegment}
 	old, _ := filepath.Glob(filepath.Join(dir, sparePrefix+"*"))
 	for _, path := range old {
 		if err := os.Remove(path); err != nil {
@@ -127,13 +128,13 @@ func (l *commitLog) start(found []uint64) error {
 	if len(found) > 0 {
 		next = found[len(found)-1] + 1
 	}
-	first, err := l.newSegment(l.path(next), minSegment)
+	first, err := l.newSegment(l.path(next), l.first)
 	if err != nil {
 		return err
 	}
 	first.seq = next
 	l.cur = first
-	l.prep = spares{recycle: found, target: minSegment, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	l.prep = spares{recycle: found, target: l.first, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.keepSpare()
 	if len(found) > 0 {
 		l.kick()

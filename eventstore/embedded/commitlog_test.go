@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -172,11 +173,14 @@ func TestCommitLogEndsAtATornRecord(t *testing.T) {
 // leaves the log empty.
 func TestCommitLogRecyclesFlushedSegments(t *testing.T) {
 	dir := t.TempDir()
-	s, err := embedded.Open(dir, embedded.Options{})
+	// Segments of 64 KiB, 128 KiB, 256 KiB...: about 1.3 MiB of appends go
+	// through five of them, as 16 MiB would with the usual first megabyte.
+	opts := embedded.WithSmallSegments(embedded.Options{}, 64<<10)
+	s, err := embedded.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const streams, each = 16, 1000 // about 16 MiB
+	const streams, each = 16, 80 // about 1.3 MiB
 	appendStreams(t, s, streams, each)
 	// Recycling waits for pebble's flush; a few more appends let the
 	// committer see it has ended.
@@ -188,12 +192,15 @@ func TestCommitLogRecyclesFlushedSegments(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("commit log files after 16 MiB: %v, want at most 4 (segments not flushed yet, the current one, a spare)", files)
+			t.Fatalf("commit log files after 1.3 MiB: %v, want at most 4 (segments not flushed yet, the current one, a spare)", files)
 		}
 		if _, err := s.Append(context.Background(), "tick", eventstore.Any, event("tick", i)); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	if seq := newestSegment(t, files); seq < 5 {
+		t.Fatalf("commit log files %v: the newest is segment %d, want the fifth or later (the appends filled four)", files, seq)
 	}
 	if err := s.CloseAsCrash(); err != nil {
 		t.Fatal(err)
@@ -209,6 +216,23 @@ func TestCommitLogRecyclesFlushedSegments(t *testing.T) {
 	}
 	s = openStore(t, dir)
 	requireStreams(t, s, streams, each)
+}
+
+// newestSegment is the highest sequence number among the commit log's
+// segment files (NNNN.seg).
+func newestSegment(t *testing.T, files []string) uint64 {
+	t.Helper()
+	var newest uint64
+	for _, f := range files {
+		if name, ok := strings.CutSuffix(f, ".seg"); ok {
+			seq, err := strconv.ParseUint(name, 10, 64)
+			if err != nil {
+				t.Fatalf("segment file %s: %v", f, err)
+			}
+			newest = max(newest, seq)
+		}
+	}
+	return newest
 }
 
 // A store whose commit log fsync failed closes without a flush (pebble

@@ -22,6 +22,14 @@ func WithSmallKeyFilters(o Options, n int) Options {
 	return o
 }
 
+// WithSmallSegments makes the commit log's first segment n bytes (the next
+// ones double from there), so that tests go through many segments with
+// little data.
+func WithSmallSegments(o Options, n int64) Options {
+	o.firstSegment = n
+	return o
+}
+
 // DroppedKeyFilters is how many recent-key filters the committer has
 // dropped after pebble flushed their keys.
 func (s *Store) DroppedKeyFilters() int64 { return s.recent.dropped.Load() }

@@ -72,6 +72,7 @@ type Options struct {
 	CommitDelay time.Duration
 
 	filterGenKeys int           // tests: keys per recent-key filter (recent.go)
+	firstSegment  int64         // tests: the commit log's first segment size (commitlog.go)
 	fsyncer       fsyncer       // tests: makes the fsyncs
 	fsyncTime     time.Duration // tests: the fsync time commitHold goes by instead of the measured one
 }
@@ -213,6 +214,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		err = db.Flush()
 	}
 	if err == nil {
+		if opts.firstSegment > 0 {
+			clog.first = opts.firstSegment
+		}
 		err = clog.start(found)
 	}
 	if err != nil {
