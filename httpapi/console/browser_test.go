@@ -271,8 +271,9 @@ func (b *tab) open(route string) {
 
 func (b *tab) shot(name string) {
 	b.t.Helper()
-	// Let fonts and late layout settle for the picture.
-	b.do(chromedp.Sleep(150 * time.Millisecond))
+	// Fonts loaded and two frames painted: late layout is on the picture.
+	evaluate[bool](b, `document.fonts.ready.then(() => new Promise((done) =>
+		requestAnimationFrame(() => requestAnimationFrame(() => done(true)))))`)
 	browser.Screenshot(b.t, b.ctx, b.shots, name)
 }
 
