@@ -103,7 +103,7 @@ func startShared() (*Target, error) {
 func unusable(t testing.TB, err error) {
 	t.Helper()
 	if errors.Is(err, ErrNoBinary) && strings.TrimSpace(os.Getenv(RequireEnv)) != "1" {
-		t.Skipf("%v; install clickhouse-server (Debian: apt-get install clickhouse-server) or set TVSM_CLICKHOUSE_URL; %s=1 makes this a failure", err, RequireEnv)
+		t.Skipf("%v; %s=1 makes this a failure", err, RequireEnv)
 	}
 	t.Fatal(failure(err))
 }
