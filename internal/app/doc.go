@@ -18,7 +18,12 @@
 // When the append loses the race it drops the cache entry, pauses a few
 // jittered milliseconds, re-reads the stream and decides again; resends and
 // lost races together count up to Options.MaxAttempts (5), then it fails
-// with ErrConflict.
+// with ErrConflict. A store may refuse an append because of an event its
+// readers do not show yet (EventStoreDB's double shows only fsynced
+// events; a follower's reads lag the leader): the re-read then goes on,
+// with growing pauses for up to 5 s, until the stream shows the revision
+// the refusal reported, so the next decision is made on the winner's
+// events.
 // A cached state is only a possibly old prefix of the stream: a decision
 // that appends is checked by the expected revision; a decision that appends
 // nothing, or fails, is trusted only after reading the stream's tail (one

@@ -179,7 +179,49 @@ func (run *execution[S, C]) appendOrRetry(ctx context.Context, events []domain.E
 	if err := x.rec.Policy.Pause(ctx, *failures); err != nil {
 		return false, opError("execute", stream, err)
 	}
-	return true, run.reload(ctx)
+	if err := run.reload(ctx); err != nil {
+		return false, err
+	}
+	return true, run.awaitReported(ctx, err)
+}
+
+// reportedWait bounds how long a conflict's reload waits for the revision
+// the store reported (awaitReported).
+const reportedWait = 5 * time.Second
+
+// awaitReported reads the stream again, pausing between reads, until the
+// state reaches the revision that lost, a wrong-revision error, says the
+// stream is at. A store may refuse an append because of an event its
+// readers do not show yet: EventStoreDB's protocol double checks the
+// expected revision against every event written and shows readers only
+// those fsynced, and a read served by an EventStoreDB follower may lag the
+// leader that refused the append. Deciding again on the older state would
+// only lose again: several nodes starting at once on a new store all tried
+// to create the first superadmin, and those that lost gave up after their
+// five quick attempts. After reportedWait the next decision goes ahead
+// anyway and may lose again.
+func (run *execution[S, C]) awaitReported(ctx context.Context, lost error) error {
+	var wrong *eventstore.WrongRevisionError
+	if !errors.As(lost, &wrong) {
+		return nil
+	}
+	want, ok := wrong.Actual.Exact()
+	if !ok {
+		return nil
+	}
+	deadline := time.Now().Add(reportedWait)
+	for tries := 1; !run.snap.exists || run.snap.rev < want; tries++ {
+		if time.Now().After(deadline) {
+			return nil
+		}
+		if err := run.x.rec.Policy.Pause(ctx, tries); err != nil {
+			return opError("execute", run.stream, err)
+		}
+		if _, err := run.readTail(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // commandTime is the time a command is decided at: meta.Now in UTC without

@@ -149,6 +149,62 @@ func TestExecuteGivesUpWithErrConflict(t *testing.T) {
 	}
 }
 
+// Given another writer's event that the store counts when it checks an
+// expected revision but does not show its readers yet (the EventStoreDB
+// protocol double shows only fsynced events; a follower's reads lag the
+// leader), when a command on the stream as it reads loses to it, then the
+// executor reads again until the stream shows the revision the store
+// reported, and decides on that: a create finds the counter there instead
+// of giving up with a conflict after its five quick attempts.
+func TestExecuteWaitsForTheRevisionAConflictReports(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.appendDirect("counter-1", counterCreated{Name: "other node's"})
+	// The reads show the stream only from the 20th on: far more reads than
+	// five attempts make.
+	ls := &laggingStore{Store: e.store, stream: "counter-1", hiddenReads: 20}
+	x := e.executor(ls, Options{RetryDelay: time.Microsecond})
+	_, err := Execute(e.ctx, x, "counter-1", counterDecider, any(create{Name: "mine"}), meta("r"))
+	if !errors.Is(err, errExists) {
+		t.Fatalf("err = %v, want the decision on the other writer's event (%v)", err, errExists)
+	}
+	if reads := ls.readCount(); reads < 20 {
+		t.Fatalf("%d reads, want the 20 it takes the store to show the event", reads)
+	}
+	if recs := e.read("counter-1"); len(recs) != 1 {
+		t.Fatalf("the stream holds %d events, want only the other writer's", len(recs))
+	}
+}
+
+// laggingStore shows readers of stream nothing until it has answered
+// hiddenReads reads of it, as a store whose readers lag its writers.
+type laggingStore struct {
+	eventstore.Store
+	stream      string
+	hiddenReads int
+	mu          sync.Mutex
+	reads       int
+}
+
+func (l *laggingStore) ReadStream(ctx context.Context, stream string, from eventstore.Revision, max int) ([]eventstore.RecordedEvent, error) {
+	if stream == l.stream {
+		l.mu.Lock()
+		l.reads++
+		hidden := l.reads < l.hiddenReads
+		l.mu.Unlock()
+		if hidden {
+			return nil, fmt.Errorf("lagging read of %q: %w", stream, eventstore.ErrStreamNotFound)
+		}
+	}
+	return l.Store.ReadStream(ctx, stream, from, max)
+}
+
+func (l *laggingStore) readCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reads
+}
+
 // An append whose acknowledgement is lost is sent again with the same ids;
 // the store recognises it and nothing is stored twice.
 func TestExecuteResendsAppendAfterUnknownOutcome(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"time"
 
 	"tvsm/internal/platform/fsutil"
 )
@@ -34,7 +35,8 @@ type eventLog struct {
 	wake    chan struct{}    // closed and replaced when durable moves
 	failed  error            // a write or fsync failed: the log accepts nothing more
 
-	syncMu sync.Mutex // one fsync at a time
+	syncMu    sync.Mutex    // one fsync at a time
+	syncDelay time.Duration // tests: the least an append's fsync takes (Options.SyncDelay)
 }
 
 // openLog opens (creating it if needed) the log in dir and replays it. A
@@ -165,6 +167,9 @@ func (l *eventLog) waitDurable(n int) error {
 		}
 		if failed != nil {
 			return failed
+		}
+		if l.syncDelay > 0 {
+			time.Sleep(l.syncDelay)
 		}
 		if err := l.file.Sync(); err != nil {
 			// The kernel may have dropped the dirty pages: what was

@@ -44,6 +44,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock stamps the events' created time (default time.Now).
 	Clock func() time.Time
+	// SyncDelay makes every fsync of an append take at least this long
+	// (tests: a slow disk, which keeps written events from readers longer).
+	SyncDelay time.Duration
 }
 
 // Server is a running double: the log in its data directory and the gRPC
@@ -87,6 +90,7 @@ func Start(dir, addr string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.syncDelay = opts.SyncDelay
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		l.close()

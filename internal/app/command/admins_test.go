@@ -3,6 +3,7 @@ package command_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore/embedded"
+	"tvsm/eventstore/esdb"
+	"tvsm/eventstore/esdb/esdbdouble"
 	"tvsm/eventstore/memory"
 	"tvsm/internal/app"
 	"tvsm/internal/app/command"
@@ -154,6 +157,73 @@ func TestBootstrapConcurrent(t *testing.T) {
 		t.Fatalf("%d bootstraps report a generated password, want 1", len(winners))
 	}
 	adminCheckPassword(t, b.model, "admin", winners[0])
+}
+
+// TestBootstrapNodesStartingTogetherOnEventStoreDB: nodes started at the
+// same moment on a new EventStoreDB (its protocol double, on a slow disk:
+// an event reaches readers 150 ms after it is written) each try to create
+// the first superadmin. One does and reports the generated password; the
+// others lose the append to an event they cannot read yet, wait until they
+// can, find the admin and start too. Before, they gave up after five quick
+// attempts and the node did not start.
+func TestBootstrapNodesStartingTogetherOnEventStoreDB(t *testing.T) {
+	srv, err := esdbdouble.Start(t.TempDir(), "127.0.0.1:0", esdbdouble.Options{SyncDelay: 150 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const nodes = 3
+	started := make([]*node.Node, nodes)
+	errs := make([]error, nodes)
+	dirs := make([]string, nodes)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Go(func() {
+			store, err := esdb.Open(ctx, srv.URL(), esdb.Options{Logger: logger})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			t.Cleanup(func() { _ = store.Close() })
+			started[i], errs[i] = node.Start(ctx, store, node.Options{DataDir: dirs[i], Logger: logger,
+				BcryptCost: bcrypt.MinCost, NodeName: fmt.Sprintf("node-%d", i)})
+			if started[i] != nil {
+				t.Cleanup(func() { _ = started[i].Close() })
+			}
+		})
+	}
+	wg.Wait()
+	var passwords []string
+	for i, n := range started {
+		if errs[i] != nil {
+			t.Fatalf("node %d did not start: %v", i, errs[i])
+		}
+		if n.GeneratedPassword != "" {
+			passwords = append(passwords, n.GeneratedPassword)
+		}
+	}
+	if len(passwords) != 1 {
+		t.Fatalf("%d nodes report a generated password, want 1", len(passwords))
+	}
+	for i, n := range started {
+		// The nodes that did not create the admin see it once their read
+		// model has applied the winner's event.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if _, ok := n.Model.Admin(node.DefaultAdminLogin); ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d has no admin 30 s after it started", i)
+			}
+		}
+		adminCheckPassword(t, n.Model, node.DefaultAdminLogin, passwords[0])
+	}
 }
 
 // TestBootstrapThroughNode starts a node on a fresh store without a
