@@ -3,7 +3,10 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -11,8 +14,38 @@ import (
 	"tvsm/eventstore/embedded"
 	"tvsm/internal/testkit/browser"
 	"tvsm/internal/testkit/nodetest"
+	"tvsm/internal/testkit/testutil"
 	"tvsm/internal/tools/demo"
 )
+
+// runDemo writes a demo history into dir (laid out as nodetest expects)
+// with `tvsm demo` and the given flags, and returns its last closed day:
+// the tvsm binary, without the race detector, writes 90 days of 400
+// accounts in a few seconds, where the generator under -race took about
+// 15 (TestDemoStatistics runs it under -race).
+func runDemo(t testing.TB, dir string, flags ...string) (closed string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "demo")
+	cmd := exec.Command(testutil.Binary(t), append([]string{"demo", "--data", out, "--quiet"}, flags...)...)
+	cmd.Env = append(os.Environ(), "TVSM_ADMIN_LOGIN="+nodetest.SuperLogin, "TVSM_ADMIN_PASSWORD="+nodetest.SuperPassword)
+	text, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("tvsm demo: %v\n%s", err, text)
+	}
+	m := regexp.MustCompile(`wrote \S+ to (\S+) in`).FindSubmatch(text)
+	if m == nil {
+		t.Fatalf("tvsm demo did not say what it wrote:\n%s", text)
+	}
+	// tvsm demo keeps its events in DATA/events and the node's files in
+	// DATA; nodetest wants them in DIR/events and DIR/node.
+	if err := os.Rename(filepath.Join(out, "events"), filepath.Join(dir, "events")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(out, filepath.Join(dir, "node")); err != nil {
+		t.Fatal(err)
+	}
+	return string(m[1])
+}
 
 // writeDemo writes a demo history into dir (laid out as nodetest expects)
 // and returns its first and last closed days.

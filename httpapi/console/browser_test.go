@@ -20,7 +20,6 @@ import (
 
 	"tvsm/internal/testkit/browser"
 	"tvsm/internal/testkit/nodetest"
-	"tvsm/internal/tools/demo"
 	"tvsm/internal/tools/simulate"
 )
 
@@ -578,7 +577,7 @@ type statsRange struct {
 // illustrate the README (make screenshots).
 func TestConsoleOnDemo(t *testing.T) {
 	dir := t.TempDir()
-	_, closed := writeDemo(t, dir, demo.Options{Days: 90, Accounts: 400, Seed: 5})
+	closed := runDemo(t, dir, "--days", "90", "--accounts", "400", "--seed", "5")
 	env := nodetest.StartWith(t, nodetest.Options{Dir: dir})
 	ctx := browser.Start(t, browser.Options{Width: 1280, Height: 900})
 	b := &tab{t: t, ctx: ctx, url: env.URL, shots: browser.ScreenshotDir(t)}

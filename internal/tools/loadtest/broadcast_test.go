@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,13 +19,7 @@ import (
 // device must get it exactly once (the simulators stop at their first
 // command, and the server's deliveries are counted).
 func TestBroadcastSmall(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "tvsm")
-	// -trimpath as make build has it: the compiled packages are shared with
-	// it, and with the README test's make run.
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "tvsm/cmd/tvsm")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testutil.Binary(t)
 	// The scenario's pauses for memory to settle serve the benchmark's
 	// figures; here the deliveries are what is checked.
 	for _, o := range []BroadcastOptions{
