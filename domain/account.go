@@ -18,7 +18,7 @@ type Account struct {
 	ID       int64
 	Provider int64 // fixed at creation
 	Login    string
-	PinMD5   string // 32 lowercase hex characters
+	PinMD5   string // 32 lowercase hex characters; "" for an account without a password
 	Fullname string
 
 	RemoteCustomField *string

@@ -53,8 +53,10 @@ func NormalizePinMD5(pin string) (string, error) {
 	return strings.ToLower(pin), nil
 }
 
-// CreateAccount creates account ID of Provider. Login, PinMD5, Fullname and
-// Provider are required; Enabled defaults to true (the Provider API lists it
+// CreateAccount creates account ID of Provider. Login, Fullname and
+// Provider are required; an empty PinMD5 makes an account without a
+// password, which no device can log in to by password until one is set
+// (TVIP's SDKs send "" by default); Enabled defaults to true (the Provider API lists it
 // among the create fields, and a new subscriber is expected to get
 // service); nil pointers are null fields. That Provider exists and Login is
 // reserved is checked outside the domain.
@@ -75,8 +77,9 @@ type CreateAccount struct {
 
 // UpdateAccount changes the fields present in it. Provider may be present
 // (resync jobs re-send whole records) but must equal the account's. A null
-// PinMD5 is ignored: the API returns pin_md5 as null, so a record read and
-// posted back carries it. A new Login must already be reserved.
+// PinMD5, like an empty one, is ignored: the API returns pin_md5 as null,
+// so a record read and posted back carries it, and TVIP's SDKs send "" for
+// a password they were not given. A new Login must already be reserved.
 type UpdateAccount struct {
 	ID                     int64
 	Enabled                Optional[bool]
@@ -116,8 +119,12 @@ func createAccount(s Account, c CreateAccount) ([]Event, error) {
 		p.add("provider", problemRequired)
 	}
 	p.add("login", accountLoginRule.check(c.Login))
-	pin, err := NormalizePinMD5(c.PinMD5)
-	p.addErr("pin_md5", err)
+	var pin string
+	if c.PinMD5 != "" {
+		var err error
+		pin, err = NormalizePinMD5(c.PinMD5)
+		p.addErr("pin_md5", err)
+	}
 	p.add("fullname", fullnameRule.check(c.Fullname))
 	p.add("remote_custom_field", remoteCustomFieldRule.checkPtr(c.RemoteCustomField))
 	p.add("contract_info", contractInfoRule.checkPtr(c.ContractInfo))
@@ -155,7 +162,7 @@ func updateAccount(s Account, c UpdateAccount) ([]Event, error) {
 	e := AccountUpdated{AccountID: s.ID}
 	e.Enabled = patchValue(&p, "enabled", c.Enabled, s.Enabled, nil)
 	e.Login = patchValue(&p, "login", c.Login, s.Login, accountLoginRule.check)
-	if v, ok := c.PinMD5.Get(); ok {
+	if v, ok := c.PinMD5.Get(); ok && v != "" {
 		pin, err := NormalizePinMD5(v)
 		p.addErr("pin_md5", err)
 		if err == nil && pin != s.PinMD5 {

@@ -47,6 +47,11 @@ func TestCreateAccount(t *testing.T) {
 			}},
 		},
 		accountCase{
+			Name: "an empty pin makes an account without a password",
+			When: domain.CreateAccount{ID: 44, Provider: 7, Login: "carol", PinMD5: "", Fullname: "Carol"},
+			Then: []domain.Event{domain.AccountCreated{AccountID: 44, Provider: 7, Login: "carol", PinMD5: "", Fullname: "Carol", Enabled: true}},
+		},
+		accountCase{
 			Name:  "existing id",
 			Given: []domain.Event{created},
 			When:  domain.CreateAccount{ID: 42, Provider: 7, Login: "alice", PinMD5: pin, Fullname: "Alice Smith"},
@@ -70,7 +75,7 @@ func TestCreateAccountValidation(t *testing.T) {
 		fields []string
 	}{
 		{"empty command", func(c *domain.CreateAccount) { *c = domain.CreateAccount{} },
-			[]string{"id", "provider", "login", "pin_md5", "fullname"}},
+			[]string{"id", "provider", "login", "fullname"}},
 		{"login with a space at the end", func(c *domain.CreateAccount) { c.Login = "alice " }, []string{"login"}},
 		{"login too long", func(c *domain.CreateAccount) { c.Login = strings.Repeat("я", 129) }, []string{"login"}},
 		{"login with a control character", func(c *domain.CreateAccount) { c.Login = "al\x00ice" }, []string{"login"}},
@@ -143,6 +148,17 @@ func TestUpdateAccount(t *testing.T) {
 			Given: []domain.Event{created},
 			When:  domain.UpdateAccount{ID: 42, PinMD5: domain.Some(strings.Repeat("F", 32))},
 			Then:  []domain.Event{domain.AccountUpdated{AccountID: 42, PinMD5: domain.Some(strings.Repeat("f", 32))}},
+		},
+		accountCase{
+			Name:  "an empty pin leaves the password as it is (the SDKs send it for a password not given)",
+			Given: []domain.Event{created},
+			When:  domain.UpdateAccount{ID: 42, PinMD5: domain.Some("")},
+		},
+		accountCase{
+			Name:  "a pin for an account created without a password",
+			Given: []domain.Event{domain.AccountCreated{AccountID: 44, Provider: 7, Login: "carol", Fullname: "Carol", Enabled: true}},
+			When:  domain.UpdateAccount{ID: 44, PinMD5: domain.Some(pin)},
+			Then:  []domain.Event{domain.AccountUpdated{AccountID: 44, PinMD5: domain.Some(pin)}},
 		},
 		accountCase{
 			Name:  "limit set to null defers to the provider",

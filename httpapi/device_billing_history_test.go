@@ -64,7 +64,7 @@ func TestBillingJournalInAccountHistory(t *testing.T) {
 			t.Fatalf("%s: %d", call.path, resp.StatusCode)
 		}
 	}
-	if got, _ := bill.Last(); got.Header.Get("X-TVSM-ACCOUNT-ID") != strconv.FormatInt(account, 10) || !got.SignatureOK {
+	if got, _ := bill.Last(); got.Header.Get("X-TMS-ACCOUNT-ID") != strconv.FormatInt(account, 10) || !got.SignatureOK {
 		t.Fatalf("billing got %v", got.Header)
 	}
 

@@ -130,7 +130,7 @@ func deviceRequest(t *testing.T, method, url string, body io.Reader, header ...s
 	h.Set("X-Forwarded-For", "10.0.0.1")
 	h.Set("X-Request-ID", "device-req-1")
 	h.Set("Origin", "https://player.example")
-	h.Set("X-TVSM-ACCOUNT-ID", "999") // a spoofing attempt
+	h.Set("X-TMS-ACCOUNT-ID", "999") // a spoofing attempt
 	h.Set("X-AUTH-TOKEN", "forged")
 	for i := 0; i+1 < len(header); i += 2 {
 		h.Set(header[i], header[i+1])
@@ -161,7 +161,7 @@ func (p *billingProxy) send(t *testing.T, method, path, body string, header ...s
 // billingHeaders are the only request headers billing may see (as Go's
 // server spells them).
 var billingHeaders = []string{"Accept", "Accept-Language", "Content-Length", "Content-Type", "User-Agent",
-	"X-Auth-Token", "X-Tvsm-Account-Id", "X-Tvsm-Provider-Id"}
+	"X-Auth-Token", "X-Tms-Account-Id", "X-Tms-Provider-Id"}
 
 func TestBillingForwardsTheSixRoutes(t *testing.T) {
 	p := startBillingProxy(t, billingSetup{base: "/billing"})
@@ -188,7 +188,7 @@ func TestBillingForwardsTheSixRoutes(t *testing.T) {
 		if !got.SignatureOK {
 			t.Errorf("%s: billing rejects X-AUTH-TOKEN %s", tt.device, got.Header.Get("X-AUTH-TOKEN"))
 		}
-		checkBillingHeaders(t, tt.device, got.Header, "X-TVSM-")
+		checkBillingHeaders(t, tt.device, got.Header, "X-TMS-")
 	}
 	if n := len(p.journal()); n != len(tests) {
 		t.Errorf("%d calls journaled, want %d", n, len(tests))
@@ -205,9 +205,9 @@ func checkBillingHeaders(t *testing.T, what string, h http.Header, prefix string
 		}
 	}
 	allowed := billingHeaders
-	if prefix != "X-TVSM-" {
+	if prefix != "X-TMS-" {
 		allowed = append(slices.Clone(allowed), http.CanonicalHeaderKey(prefix+"ACCOUNT-ID"), http.CanonicalHeaderKey(prefix+"PROVIDER-ID"))
-		allowed = slices.DeleteFunc(allowed, func(k string) bool { return strings.HasPrefix(k, "X-Tvsm-") })
+		allowed = slices.DeleteFunc(allowed, func(k string) bool { return strings.HasPrefix(k, "X-Tms-") })
 	}
 	for k, v := range h {
 		if !slices.Contains(allowed, k) {

@@ -107,6 +107,9 @@ var providerDeviceList = ListSpec{
 		"device_type":         FilterInt,
 		"remote_custom_field": FilterString,
 		"mac":                 FilterString,
+		// TVIP's PHP SDK offers it: the devices of enabled (or disabled)
+		// accounts.
+		"enabled": FilterBool,
 	},
 	Params: []string{"as_of"},
 }
@@ -127,6 +130,9 @@ func providerDevices(api ProviderAPI, idem Idempotency) providerResource[readmod
 				QuickSearch: q.QuickSearch,
 			}
 			dq.UniqueID, _ = q.String("unique_id")
+			if v, ok := q.Bool("enabled"); ok {
+				dq.Enabled = &v
+			}
 			if v, ok := q.String("remote_custom_field"); ok {
 				dq.RemoteCustomField = &v
 			}

@@ -206,6 +206,10 @@ type DeviceQuery struct {
 	// remote_custom_field or model contains it, ignoring case; a MAC in
 	// any notation finds its device.
 	QuickSearch string
+	// Enabled keeps the devices of enabled (true) or disabled (false)
+	// accounts: a device has no switch of its own, its account's decides
+	// whether it gets service.
+	Enabled *bool
 }
 
 // matcher returns the predicate of the query's filters.
@@ -218,6 +222,10 @@ func (q *DeviceQuery) matcher(provider int64) func(devRef) bool {
 	}
 	if q.DeviceType != 0 {
 		preds = append(preds, func(r devRef) bool { return r.dev().deviceType == q.DeviceType })
+	}
+	if q.Enabled != nil {
+		want := *q.Enabled
+		preds = append(preds, func(r devRef) bool { return r.a.enabled() == want })
 	}
 	if q.RemoteCustomField != nil {
 		want := *q.RemoteCustomField
@@ -262,7 +270,7 @@ func (m *Model) ListDevices(q DeviceQuery) (List[Device], error) {
 		return emptyList[Device](), nil
 	}
 	match := q.matcher(provider)
-	filtered := q.DeviceType != 0 || q.RemoteCustomField != nil || q.MAC != "" || strings.TrimSpace(q.QuickSearch) != ""
+	filtered := q.DeviceType != 0 || q.RemoteCustomField != nil || q.MAC != "" || strings.TrimSpace(q.QuickSearch) != "" || q.Enabled != nil
 	var total int
 	var page, found []devRef
 	done := false

@@ -39,7 +39,7 @@ func TestCheckConformingBilling(t *testing.T) {
 // TestCheckSloppyBilling: a billing that accepts any signature, answers
 // tariff 1 for every id, and has an old tariff model.
 func TestCheckSloppyBilling(t *testing.T) {
-	old := strings.ReplaceAll(billingtest.Cabinet, `"svc_id"`, `"prepaid":false,"old_id"`)
+	old := strings.ReplaceAll(billingtest.Cabinet, `"tms_id"`, `"prepaid":false,"old_id"`)
 	srv := billingtest.Start(t, "tok", billingtest.Options{Handler: func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		if r.URL.Path == "/api/cabinet" {
@@ -59,7 +59,7 @@ func TestCheckSloppyBilling(t *testing.T) {
 	all := strings.Join(found, "\n")
 	for _, want := range []string{
 		"/api/cabinet warning Content-Type",
-		"/api/cabinet error $.services[0].groups[0].offers[0].tariff.svc_id: required",
+		"/api/cabinet error $.services[0].groups[0].offers[0].tariff.tms_id: required",
 		"/api/cabinet warning $.services[0].groups[0].offers[0].tariff.prepaid: removed",
 		"/api/cabinet warning $: 1 more tariffs not fetched (limit 2)",
 		"/api/tariff/2 error $.tariff.id: 1, but tariff 2 was asked for",

@@ -61,7 +61,7 @@ func TestEndpoint(t *testing.T) {
 
 // allowedHeaders are the only request headers billing may see.
 var allowedHeaders = []string{"Accept", "Accept-Language", "Content-Length", "Content-Type", "User-Agent",
-	"X-Auth-Token", "X-Tvsm-Account-Id", "X-Tvsm-Provider-Id"}
+	"X-Auth-Token", "X-Tms-Account-Id", "X-Tms-Provider-Id"}
 
 func TestDoSignsAndIdentifies(t *testing.T) {
 	srv := billingtest.Start(t, "s3cret", billingtest.Options{Base: "/billing"})
@@ -80,7 +80,7 @@ func TestDoSignsAndIdentifies(t *testing.T) {
 		if !got.SignatureOK {
 			t.Errorf("%s %s: billing rejects the signature %s", r.Method, got.Path, got.Header.Get("X-AUTH-TOKEN"))
 		}
-		want := map[string]string{"X-TVSM-ACCOUNT-ID": "42", "X-TVSM-PROVIDER-ID": "7", "Accept-Language": "ru-RU,ru;q=0.9"}
+		want := map[string]string{"X-TMS-ACCOUNT-ID": "42", "X-TMS-PROVIDER-ID": "7", "Accept-Language": "ru-RU,ru;q=0.9"}
 		for k, v := range want {
 			if got.Header.Get(k) != v {
 				t.Errorf("%s: %s = %q, want %q", r.Path, k, got.Header.Get(k), v)
@@ -106,7 +106,7 @@ func TestDoHeaderPrefixAndBadLocale(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := srv.Last()
-	if got.Header.Get("X-TVIP-ACCOUNT-ID") != "5" || got.Header.Get("X-TVIP-PROVIDER-ID") != "6" || got.Header.Get("X-TVSM-ACCOUNT-ID") != "" {
+	if got.Header.Get("X-TVIP-ACCOUNT-ID") != "5" || got.Header.Get("X-TVIP-PROVIDER-ID") != "6" || got.Header.Get("X-TMS-ACCOUNT-ID") != "" {
 		t.Errorf("headers %v", got.Header)
 	}
 	if _, ok := got.Header["Accept-Language"]; ok {
@@ -259,7 +259,7 @@ func TestDoSpellsHeadersInUpperCase(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := <-raw
-	for _, want := range []string{"GET /api/cabinet HTTP/1.1\r\n", "X-TVSM-ACCOUNT-ID: 42\r\n", "X-TVSM-PROVIDER-ID: 7\r\n",
+	for _, want := range []string{"GET /api/cabinet HTTP/1.1\r\n", "X-TMS-ACCOUNT-ID: 42\r\n", "X-TMS-PROVIDER-ID: 7\r\n",
 		"X-AUTH-TOKEN: 372647cd1c69ca4793d86b36e6fa4597\r\n"} {
 		if !strings.Contains(req, want) {
 			t.Errorf("request lacks %q:\n%s", want, req)

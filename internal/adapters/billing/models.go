@@ -25,7 +25,7 @@ const (
 // models.
 type Deviation struct {
 	// Path is the JSON path of the offending value:
-	// $.services[0].groups[1].offers[0].tariff.svc_id
+	// $.services[0].groups[1].offers[0].tariff.tms_id
 	Path     string
 	Severity Severity
 	Problem  string
@@ -36,13 +36,15 @@ func (d Deviation) String() string { return fmt.Sprintf("%s %s: %s", d.Severity,
 // ModelOptions adjust the validators.
 type ModelOptions struct {
 	// ServiceIDField is the wire name of the tariff's id in the service
-	// (svc_id, mandatory since the 2025-03-04 model update); default
+	// (mandatory since the 2025-03-04 model update); default
 	// DefaultServiceIDField.
 	ServiceIDField string
 }
 
-// DefaultServiceIDField is the wire name of the tariff's service id.
-const DefaultServiceIDField = "svc_id"
+// DefaultServiceIDField is the wire name of the tariff's service id:
+// tms_id, as TVIP's billing interface change log of 2025-03-04 names it
+// ("added mandatory field tms_id").
+const DefaultServiceIDField = "tms_id"
 
 func (o ModelOptions) withDefaults() ModelOptions {
 	if o.ServiceIDField == "" {

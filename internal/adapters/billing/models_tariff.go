@@ -19,7 +19,7 @@ const (
 )
 
 // serviceIDPlaceholder stands for ModelOptions.ServiceIDField in a prop.
-const serviceIDPlaceholder = "\x00svc_id"
+const serviceIDPlaceholder = "\x00service_id"
 
 var tariffProps = []prop{
 	{name: "id", check: checkInteger},

@@ -93,8 +93,8 @@ func TestValidateCabinet(t *testing.T) {
 		{multi + ".subscriptions", []any{nil}, "error $.services[0].groups[1].subscriptions[0]", "must not be null"},
 		{offer + ".from", "2025-04-01T00:00:00+03:00", "error $.services[0].groups[0].offers[0].from", "without a colon"},
 		{offer + ".from", "2025-04-01T00:00:00Z", "error $.services[0].groups[0].offers[0].from", "never Z"},
-		{tariff + ".svc_id", remove{}, "error $." + jsonPath(tariff) + ".svc_id", "required"},
-		{tariff + ".svc_id", 1.5, "error $." + jsonPath(tariff) + ".svc_id", "integer, got 1.5"},
+		{tariff + ".tms_id", remove{}, "error $." + jsonPath(tariff) + ".tms_id", "required"},
+		{tariff + ".tms_id", 1.5, "error $." + jsonPath(tariff) + ".tms_id", "integer, got 1.5"},
 		{tariff + ".name", long(46), "warning $." + jsonPath(tariff) + ".name", "46 characters; up to 45"},
 		{tariff + ".name", long(45), "", ""},
 		{tariff + ".description", long(301), "warning $." + jsonPath(tariff) + ".description", "up to 300"},
@@ -172,13 +172,13 @@ func TestValidateNotAModel(t *testing.T) {
 }
 
 func TestValidateServiceIDField(t *testing.T) {
-	doc := mutate(t, billingtest.Cabinet, tariff+".svc_id", rename{"tvip_id"})
+	doc := mutate(t, billingtest.Cabinet, tariff+".tms_id", rename{"tvip_id"})
 	if d := billing.ValidateCabinet([]byte(doc), billing.ModelOptions{ServiceIDField: "tvip_id"}); len(d) != 2 {
-		// tariffs 1 and 3 still carry svc_id only
+		// tariffs 1 and 3 still carry tms_id only
 		t.Errorf("with tvip_id: %v", d)
 	}
 	got := billing.ValidateCabinet([]byte(doc), billing.ModelOptions{})
-	checkOne(t, "svc_id renamed", got, "error $."+jsonPath(tariff)+".svc_id", "required")
+	checkOne(t, "tms_id renamed", got, "error $."+jsonPath(tariff)+".tms_id", "required")
 }
 
 func TestValidateTariffDetail(t *testing.T) {
@@ -198,7 +198,7 @@ func TestValidateTariffDetail(t *testing.T) {
 		{"channels.0.logo_url", remove{}, `warning $.channels[0].logo_url`, "missing"},
 		{"categories", map[string]any{"1": "News", "2": "Sport", "x": "Kids"}, `error $.categories["x"]`, "category id"},
 		{"categories", map[string]any{"1": "News", "2": 2}, `error $.categories["2"]`, "category name"},
-		{"tariff.svc_id", nil, "error $.tariff.svc_id", "must not be null"},
+		{"tariff.tms_id", nil, "error $.tariff.tms_id", "must not be null"},
 		{"channels", nil, "error $.channels", "must not be null"},
 	}
 	for _, tt := range tests {

@@ -20,10 +20,11 @@ import (
 
 // Header names and defaults of the requests the service sends to billing.
 const (
-	// DefaultHeaderPrefix starts the identifying headers: X-TVSM-ACCOUNT-ID
-	// and X-TVSM-PROVIDER-ID. Operators moving from another product set
-	// their own prefix.
-	DefaultHeaderPrefix = "X-TVSM-"
+	// DefaultHeaderPrefix starts the identifying headers: X-TMS-ACCOUNT-ID
+	// and X-TMS-PROVIDER-ID, as TVIP's billing interface documentation names
+	// them, so that billing written to it works unchanged. Operators whose
+	// billing checks other names set their own prefix.
+	DefaultHeaderPrefix = "X-TMS-"
 	// HeaderAuthToken carries the signature.
 	HeaderAuthToken = "X-AUTH-TOKEN"
 	// HeaderAcceptLanguage carries the locale of the client application.

@@ -78,7 +78,14 @@ func (h *Accounts) Create(ctx context.Context, c app.Caller, in AccountInput) (q
 	// decision on an empty account checks the fields alone.
 	probe := cmd
 	probe.ID = 1
-	if _, err := domain.AccountDecider().Decide(domain.Account{}, probe, w.now()); err != nil {
+	_, err := domain.AccountDecider().Decide(domain.Account{}, probe, w.now())
+	if !in.PinMD5.HasValue() {
+		// "" creates an account without a password (TVIP's SDKs send it
+		// by default); a create that leaves the key out, or sends null,
+		// has most likely forgotten it.
+		err = withProblems(err, map[string]string{"pin_md5": problemRequired})
+	}
+	if err != nil {
 		return query.AccountView{}, err
 	}
 	if _, ok := w.model.Provider(provider); !ok {

@@ -246,7 +246,9 @@ func (h *Devices) credentials(in DeviceLoginInput) (readmodel.Account, error) {
 	if found {
 		want = acc.PinMD5
 	}
-	match := subtle.ConstantTimeCompare([]byte(strings.ToLower(in.PasswordMD5)), []byte(want)) == 1
+	// An account without a password (created with pin_md5 "") matches no
+	// password, not even an empty one.
+	match := subtle.ConstantTimeCompare([]byte(strings.ToLower(in.PasswordMD5)), []byte(want)) == 1 && want != ""
 	if !found || !match {
 		return readmodel.Account{}, ErrBadDeviceCredentials
 	}

@@ -87,7 +87,8 @@ type Config struct {
 	// empty means the host name.
 	NodeName string
 	// BillingHeaderPrefix starts the account and provider headers sent to
-	// billing (X-TVSM-; operators migrating from another product set theirs).
+	// billing (X-TMS-, the names TVIP's billing documentation gives; billing
+	// that checks other names sets its prefix).
 	BillingHeaderPrefix string
 	// BillingTimeout bounds one proxied billing call.
 	BillingTimeout time.Duration
@@ -129,7 +130,7 @@ func Defaults() Config {
 		ReadYourWritesTimeout:    5 * time.Second,
 		CommitDelay:              300 * time.Microsecond,
 		EndOfDayLocation:         time.UTC,
-		BillingHeaderPrefix:      "X-TVSM-",
+		BillingHeaderPrefix:      "X-TMS-",
 		BillingTimeout:           10 * time.Second,
 		BillingAllowedNetworks:   []netip.Prefix{},
 		AdminLoginFailures:       5,

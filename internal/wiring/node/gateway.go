@@ -20,7 +20,7 @@ type BillingOptions struct {
 	// answer 404 (so do they for providers without resolve billing).
 	Enabled bool
 	// HeaderPrefix starts the account and provider headers (default
-	// billing.DefaultHeaderPrefix, "X-TVSM-").
+	// billing.DefaultHeaderPrefix, "X-TMS-").
 	HeaderPrefix string
 	// Timeout bounds one call to billing (default billing's 10 s).
 	Timeout time.Duration

@@ -3,7 +3,7 @@ package billingtest
 import "strings"
 
 // tariffJSON is a conforming Tariff (2025-03-04 model) with billing id ID.
-const tariffJSON = `{"id":ID,"svc_id":1ID,"name":"Base ID","cost":"300 ₽","period":"per month",
+const tariffJSON = `{"id":ID,"tms_id":1ID,"name":"Base ID","cost":"300 ₽","period":"per month",
  "description":"Sixty channels","channel_count":60,"banner":"https://cdn.example.tv/banner-ID.png",
  "background_color":"#1A237E","benefits":["HD","Catch-up for 7 days"]}`
 
