@@ -52,15 +52,18 @@ func Mount(engine *gin.Engine, api API) {
 	mustMountDocs(engine.Group("/api/admin"), apidoc.Admin, true)
 	mustMountDocs(engine.Group("/api/provider"), apidoc.Provider, true)
 	mustMountDocs(engine.Group("/api/device"), apidoc.Device, false)
-	admin := engine.Group("/api/admin", auth)
+	admin := engine.Group("/api/admin", auth, importIDFromHeader)
 	mountAdmin(admin, api.Admin, api.Idempotency)
+	if api.Admin.Imports != nil {
+		mountImport(admin, api.Admin.Imports)
+	}
 	if api.Rebuilds != nil {
 		mountRebuilds(admin, api.Rebuilds)
 	}
 	if !api.ProfilerElsewhere {
 		mountDebug(admin)
 	}
-	mountProvider(engine.Group("/api/provider", auth), api.Provider, api.Idempotency)
+	mountProvider(engine.Group("/api/provider", auth, importIDFromHeader), api.Provider, api.Idempotency)
 	mountDevice(engine.Group("/api/device"), api.Device, api.Sockets, api.DeviceLogins)
 	if api.Billing != nil && api.Device.Sessions != nil {
 		opts := *api.Billing

@@ -172,6 +172,8 @@ func AsError(err error) *Error {
 		return wrapped(e, err)
 	case errors.Is(err, app.ErrIdempotencyInProgress):
 		return wrapped(Conflict("a request with this Idempotency-Key is in progress; retry later"), err)
+	case errors.Is(err, app.ErrIDNotImported):
+		return wrapped(Conflict(err.Error()+"; reserve it first: POST /api/admin/import/ids"), err)
 	case errors.Is(err, app.ErrConflict), errors.Is(err, app.ErrInUse):
 		return wrapped(Conflict(err.Error()), err)
 	case errors.Is(err, app.ErrIdempotencyMismatch):

@@ -156,6 +156,8 @@ type AdminAPI struct {
 	RegionReads   Reads[domain.Region, readmodel.RegionQuery]
 	Admins        AdminWrites
 	AdminReads    AdminReads
+	// Imports reserves ids for import (POST /import/ids); nil leaves it out.
+	Imports ImportIDs
 }
 
 // DeviceAPI is what the Device API (/api/device) needs.

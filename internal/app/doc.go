@@ -132,6 +132,13 @@
 // block from memory (Options.IDBlockSize, 100, ids per append). Ids are
 // increasing per allocator, not dense: a block's unused rest is lost at exit.
 //
+// Objects copied from another system keep their ids: ReserveImport appends
+// a block marked Import, from above the highest id reserved by anyone up to
+// the highest id to import, which no allocator ever serves; a create run
+// with WithImportID takes its id from the context instead of the allocator,
+// and only when that id lies in such a block (ErrIDNotImported otherwise),
+// so an imported object never lands on an id a node may hand out.
+//
 // # Errors
 //
 // Errors name the operation and stream (*OpError) and wrap the cause;

@@ -38,6 +38,10 @@ var (
 	// that tariffs name, a region that providers name). HTTP 409; the error
 	// is an *InUseError naming them.
 	ErrInUse = errors.New("app: in use")
+	// ErrIDNotImported: an import asked to create an object under an id
+	// that is not reserved for import (IDAllocator.ReserveImport), so an
+	// allocator may hand it out. HTTP 409.
+	ErrIDNotImported = errors.New("app: id not reserved for import")
 )
 
 // InProgressError is ErrIdempotencyInProgress with when the attempt that

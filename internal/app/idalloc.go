@@ -18,10 +18,51 @@ const IDBlockReservedType = "IDBlockReserved.v1"
 // IDBlockReserved records that the ids From..To (inclusive) of a kind belong
 // to the allocator that appended it. Blocks of one kind follow each other
 // without overlap because every reservation is appended with the id stream's
-// exact expected revision.
+// exact expected revision. An Import block belongs to no allocator: its ids
+// are kept for objects copied from another system with their own ids
+// (ReserveImport), and only such a copy creates an object under one.
 type IDBlockReserved struct {
+	From   int64 `json:"from"`
+	To     int64 `json:"to"`
+	Import bool  `json:"import,omitempty"`
+}
+
+// IDRange is the ids From..To, inclusive.
+type IDRange struct {
 	From int64 `json:"from"`
 	To   int64 `json:"to"`
+}
+
+// idBlocks is what an id stream says: the highest id reserved by anyone and
+// the ranges reserved for import, in order, adjacent ones merged.
+type idBlocks struct {
+	top     int64
+	imports []IDRange
+}
+
+func (b idBlocks) add(e IDBlockReserved) idBlocks {
+	if e.To > b.top {
+		b.top = e.To
+	}
+	if !e.Import {
+		return b
+	}
+	if n := len(b.imports); n > 0 && b.imports[n-1].To+1 == e.From {
+		b.imports = append(b.imports[:n-1:n-1], IDRange{From: b.imports[n-1].From, To: e.To})
+		return b
+	}
+	b.imports = append(b.imports[:len(b.imports):len(b.imports)], IDRange{From: e.From, To: e.To})
+	return b
+}
+
+// imported reports whether id lies in a range reserved for import.
+func (b idBlocks) imported(id int64) bool {
+	for _, r := range b.imports {
+		if id >= r.From && id <= r.To {
+			return true
+		}
+	}
+	return false
 }
 
 // EventType implements domain.Event.
@@ -50,7 +91,7 @@ type IDAllocator struct {
 	mu         sync.Mutex
 	next, last int64       // unused ids of the current block: next..last
 	head       record.Head // of the id stream, as far as read or appended
-	top        int64       // highest id reserved by anyone, as far as read
+	blocks     idBlocks    // what the id stream says, as far as read
 }
 
 // IDs returns the executor's allocator for kind, creating it on first use.
@@ -119,7 +160,7 @@ func (a *IDAllocator) reserve(ctx context.Context) (int64, error) {
 		if err := a.catchUp(ctx); err != nil {
 			return 0, err
 		}
-		from, to := a.top+1, a.top+size
+		from, to := a.blocks.top+1, a.blocks.top+size
 		meta := domain.Metadata{OccurredAt: a.x.now(), Actor: domain.SystemActor(), RequestID: "ids-" + a.kind + "-" + a.owner}
 		// The id names this allocator and the block, so a resend after an
 		// unknown outcome is recognised by the store, while two allocators
@@ -127,7 +168,8 @@ func (a *IDAllocator) reserve(ctx context.Context) (int64, error) {
 		ids := record.Derived("ids|" + a.kind + "|" + a.owner + "|" + strconv.FormatInt(from, 10))
 		res, err := a.x.rec.Record(ctx, a.stream, a.head.Expect(), []domain.Event{IDBlockReserved{From: from, To: to}}, meta, ids)
 		if err == nil {
-			a.head, a.top = record.Head{Exists: true, Revision: res.NextExpected, Position: res.Position}, to
+			a.head = record.Head{Exists: true, Revision: res.NextExpected, Position: res.Position}
+			a.blocks = a.blocks.add(IDBlockReserved{From: from, To: to})
 			a.mu.Lock()
 			a.next, a.last = from+1, to
 			a.mu.Unlock()
@@ -148,18 +190,96 @@ func (a *IDAllocator) reserve(ctx context.Context) (int64, error) {
 
 // catchUp reads the id stream's events after the last one seen.
 func (a *IDAllocator) catchUp(ctx context.Context) error {
-	top, head, err := record.Fold(ctx, a.x.rec, a.stream, a.head, a.top,
-		func(top int64, e domain.Event, _ eventstore.RecordedEvent) (int64, error) {
-			if b, ok := e.(IDBlockReserved); ok && b.To > top {
-				top = b.To
+	blocks, head, err := record.Fold(ctx, a.x.rec, a.stream, a.head, a.blocks,
+		func(b idBlocks, e domain.Event, _ eventstore.RecordedEvent) (idBlocks, error) {
+			if r, ok := e.(IDBlockReserved); ok {
+				b = b.add(r)
 			}
-			return top, nil
+			return b, nil
 		})
-	a.top, a.head = top, head
+	a.blocks, a.head = blocks, head
 	if err != nil {
 		return opError("allocate", a.stream, err)
 	}
 	return nil
+}
+
+// ImportRanges are the ids of a kind reserved for import, and the highest
+// id reserved by anyone.
+type ImportRanges struct {
+	Kind   string    `json:"kind"`
+	Top    int64     `json:"top"`
+	Ranges []IDRange `json:"ranges"`
+}
+
+// ReserveImport makes every id of the allocator's kind above the highest
+// reserved so far, up to through, an id for import: no allocator on the
+// store hands it out afterwards, so new objects continue above it, and an
+// import may create an object under it (CreateWithID). Ids at or below the
+// highest reserved stay as they are: an allocator may hold them. through 0
+// reserves nothing and answers the ranges as they are.
+func (a *IDAllocator) ReserveImport(ctx context.Context, through int64, rm RequestMeta) (ImportRanges, error) {
+	if !validKind(a.kind) {
+		return ImportRanges{}, opError("reserve", a.stream, fmt.Errorf("invalid id kind %q", a.kind))
+	}
+	select {
+	case a.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ImportRanges{}, opError("reserve", a.stream, ctx.Err())
+	}
+	defer func() { <-a.sem }()
+	meta := domain.Metadata{OccurredAt: a.x.now(), Actor: rm.Actor, RequestID: rm.RequestID}
+	const maxAttempts = 1000
+	for failures := 0; ; {
+		if err := a.catchUp(ctx); err != nil {
+			return ImportRanges{}, err
+		}
+		if through <= a.blocks.top {
+			return a.ranges(), nil
+		}
+		block := IDBlockReserved{From: a.blocks.top + 1, To: through, Import: true}
+		ids := record.Derived("ids|" + a.kind + "|import|" + strconv.FormatInt(block.From, 10) + "|" + strconv.FormatInt(through, 10))
+		res, err := a.x.rec.Record(ctx, a.stream, a.head.Expect(), []domain.Event{block}, meta, ids)
+		if err == nil {
+			a.head = record.Head{Exists: true, Revision: res.NextExpected, Position: res.Position}
+			a.blocks = a.blocks.add(block)
+			return a.ranges(), nil
+		}
+		if !errors.Is(err, eventstore.ErrWrongExpectedRevision) {
+			return ImportRanges{}, opError("reserve", a.stream, err)
+		}
+		if failures++; failures >= maxAttempts {
+			return ImportRanges{}, opError("reserve", a.stream, fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, failures, err))
+		}
+		if err := a.x.rec.Policy.Pause(ctx, 1); err != nil {
+			return ImportRanges{}, opError("reserve", a.stream, err)
+		}
+	}
+}
+
+func (a *IDAllocator) ranges() ImportRanges {
+	return ImportRanges{Kind: a.kind, Top: a.blocks.top, Ranges: append([]IDRange{}, a.blocks.imports...)}
+}
+
+// checkImport returns nil when id lies in a range reserved for import, else
+// an error wrapping ErrIDNotImported.
+func (a *IDAllocator) checkImport(ctx context.Context, id int64) error {
+	select {
+	case a.sem <- struct{}{}:
+	case <-ctx.Done():
+		return opError("import", a.stream, ctx.Err())
+	}
+	defer func() { <-a.sem }()
+	if a.blocks.imported(id) {
+		return nil
+	}
+	if err := a.catchUp(ctx); err != nil {
+		return err
+	}
+	if a.blocks.imported(id) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s id %d", ErrIDNotImported, a.kind, id)
 }
 
 func validKind(kind string) bool {

@@ -2,9 +2,11 @@ package app
 
 import (
 	"errors"
+
 	"sync"
 	"testing"
 	"time"
+	"tvsm/domain"
 )
 
 func TestIDAllocatorHandsOutBlocksFromOne(t *testing.T) {
@@ -110,4 +112,89 @@ func TestIDAllocatorRejectsBadKind(t *testing.T) {
 			t.Fatalf("kind %q: err = %v, want an allocate OpError", kind, err)
 		}
 	}
+}
+
+// Given ids reserved for import, when allocators hand out ids, then they
+// continue above the imported ones, on every node; an import may create
+// under a reserved id and under no other.
+func TestImportRangesAreNeverHandedOut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	importer := e.executor(nil, Options{IDBlockSize: 10})
+	other := e.executor(nil, Options{IDBlockSize: 10})
+	meta := RequestMeta{Actor: domain.AdminActor("importer"), RequestID: "import-1"}
+	if got, err := other.NextID(e.ctx, "account"); err != nil || got != 1 {
+		t.Fatalf("first id = %d, %v; want 1", got, err)
+	}
+	r, err := importer.IDs("account").ReserveImport(e.ctx, 50, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []IDRange{{From: 11, To: 50}}; r.Top != 50 || !equalRanges(r.Ranges, want) {
+		t.Fatalf("ReserveImport(50) = %+v, want top 50 and ranges %v", r, want)
+	}
+	// The other node's block 1..10 is its own; its next block starts
+	// above the import.
+	for want := int64(2); want <= 10; want++ {
+		if got, _ := other.NextID(e.ctx, "account"); got != want {
+			t.Fatalf("other node's id = %d, want %d", got, want)
+		}
+	}
+	if got, _ := other.NextID(e.ctx, "account"); got != 51 {
+		t.Fatalf("after the import the other node's id = %d, want 51", got)
+	}
+	if got, _ := importer.NextID(e.ctx, "account"); got != 61 {
+		t.Fatalf("the importing node's own id = %d, want 61", got)
+	}
+
+	for _, tc := range []struct {
+		id int64
+		ok bool
+	}{{11, true}, {50, true}, {30, true}, {10, false}, {51, false}, {1000, false}, {0, false}} {
+		got, err := other.NewID(WithImportID(e.ctx, tc.id), "account")
+		switch {
+		case tc.ok && (err != nil || got != tc.id):
+			t.Errorf("import id %d: NewID = %d, %v; want it", tc.id, got, err)
+		case !tc.ok && !errors.Is(err, ErrIDNotImported):
+			t.Errorf("import id %d: NewID = %d, %v; want ErrIDNotImported", tc.id, got, err)
+		}
+	}
+	ctx := WithImportID(e.ctx, 12)
+	if _, err := other.NewID(ctx, "account"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.NewID(ctx, "account"); !errors.Is(err, ErrIDNotImported) {
+		t.Fatalf("a second id in one import = %v, want ErrIDNotImported", err)
+	}
+
+	// Reserving again below the top changes nothing; above it, the new
+	// range starts after every block handed out, and adjacent import
+	// ranges merge.
+	if r, err = other.IDs("account").ReserveImport(e.ctx, 40, meta); err != nil || r.Top != 70 || !equalRanges(r.Ranges, []IDRange{{11, 50}}) {
+		t.Fatalf("ReserveImport(40) = %+v, %v; want nothing new (top 70)", r, err)
+	}
+	if r, err = other.IDs("account").ReserveImport(e.ctx, 100, meta); err != nil || !equalRanges(r.Ranges, []IDRange{{11, 50}, {71, 100}}) {
+		t.Fatalf("ReserveImport(100) = %+v, %v", r, err)
+	}
+	if r, err = importer.IDs("account").ReserveImport(e.ctx, 120, meta); err != nil || !equalRanges(r.Ranges, []IDRange{{11, 50}, {71, 120}}) {
+		t.Fatalf("ReserveImport(120) from the other node = %+v, %v", r, err)
+	}
+	if got, _ := importer.NewID(WithImportID(e.ctx, 90), "account"); got != 90 {
+		t.Fatalf("an id reserved by the other node is not importable here: %d", got)
+	}
+	if got, _ := e.executor(nil, Options{IDBlockSize: 10}).NextID(e.ctx, "account"); got != 121 {
+		t.Fatalf("a third node's first id = %d, want 121", got)
+	}
+}
+
+func equalRanges(a, b []IDRange) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

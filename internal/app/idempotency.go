@@ -189,7 +189,13 @@ func validIdempotencyKey(key string) error {
 // returns the n-th id pinned for it, allocating and recording (appending
 // IdempotencyIDPinned, before returning it) the ids no earlier attempt got
 // to. The order of concurrent calls for one kind decides which gets which.
+//
+// Within an import (WithImportID) it returns the import's id instead, once,
+// when that id lies in a range reserved for import.
 func (x *Executor) NewID(ctx context.Context, kind string) (int64, error) {
+	if imp, ok := ctx.Value(importIDKey{}).(*importID); ok {
+		return imp.take(ctx, x.IDs(kind))
+	}
 	if sc := scopeFrom(ctx); sc != nil {
 		sc.wrote.Store(true)
 		return sc.pins.id(ctx, kind)

@@ -77,6 +77,7 @@ type Commands struct {
 	DeviceTypes         *DeviceTypes
 	Admins              *Admins
 	Sends               *Sends
+	Imports             *Imports
 }
 
 // New returns the command handlers over cfg.
@@ -110,6 +111,7 @@ func New(cfg Config) (*Commands, error) {
 		DeviceTypes:         newDeviceTypes(w),
 		Admins:              &Admins{w},
 		Sends:               &Sends{w},
+		Imports:             &Imports{w},
 	}, nil
 }
 

@@ -393,6 +393,7 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 			Categories: cmds.Categories, CategoryReads: qs.Categories,
 			Regions: cmds.Regions, RegionReads: qs.Regions,
 			Admins: cmds.Admins, AdminReads: qs.Admins,
+			Imports: cmds.Imports,
 		},
 		Device:            httpapi.DeviceAPI{Writes: cmds.Devices, Sessions: qs.Sessions},
 		Sockets:           n.Hub,
