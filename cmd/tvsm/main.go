@@ -53,6 +53,7 @@ Usage:
   tvsm bench broadcast  measure a provider-wide message to many devices
   tvsm rebuild readmodel|stats [--verify]  rebuild or check a projection in a running node (tvsm rebuild -h)
   tvsm billing-check URL  check an operator's billing system (tvsm billing-check -h)
+  tvsm import tvip --from URL  copy a TVIP TMS into a node, every id kept (tvsm import -h)
   tvsm version          print the version and build information
   tvsm help [command]   print this text, or a command's flags
 `
@@ -79,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitCode("esdb-double", esdbDoubleCmd(ctx, rest, stderr), stderr)
 	case "billing-check":
 		return exitCode("billing-check", billingCheckCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
+	case "import":
+		return exitCode("import", importCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
 	case "version":
 		if len(rest) > 0 {
 			fmt.Fprintf(stderr, "tvsm version: unexpected argument %q\n", rest[0])
