@@ -48,7 +48,7 @@ func must(t *testing.T, env *nodetest.Env, method, path string, body any) int64 
 	return v.ID
 }
 
-func pin(login string) string { return fmt.Sprintf("%032x", []byte(login+"0000000000000000")[:16]) }
+func pin(login string) string { return fmt.Sprintf("%032x", []byte(login + "0000000000000000")[:16]) }
 
 // source is a node holding every resource the import copies, with gaps in
 // its ids (objects created and deleted), so that ids kept are ids kept.
