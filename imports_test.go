@@ -37,7 +37,7 @@ var layers = []struct {
 	{"HTTP API", []string{"httpapi/..."}},
 	{"API document checks", []string{"internal/testkit/apicheck"}},
 	{"wiring", []string{"internal/wiring/..."}},
-	{"virtual devices", []string{"internal/tools/simulate/..."}},
+	{"virtual devices, the importer", []string{"internal/tools/simulate/...", "internal/tools/tvipimport/..."}},
 	{"test kits and tools", []string{"internal/testkit/...", "internal/tools/..."}},
 	{"the binary", []string{"cmd/..."}},
 }

@@ -11,7 +11,9 @@ import (
 	"tvsm/internal/tools/loadtest"
 )
 
-const benchUsage = `Usage: tvsm bench broadcast [flags]
+const benchUsage = `Usage: tvsm bench broadcast|import [flags]
+
+broadcast:
 
 Starts a node (tvsm serve) on a free loopback port with a fresh data
 directory, connects virtual devices from several tvsm simulate processes
@@ -23,14 +25,24 @@ With --nodes N > 1 it starts the EventStoreDB protocol double and N nodes
 on it, creates the accounts through all of them, and connects client
 process i to node i mod N.
 
+import:
+Starts a source node holding --accounts accounts, each with a subscription
+and two devices, then --runs times: reads the source's lists alone (one
+reader, pages of --page-size), and copies the whole source into a new node
+with tvsm import tvip's importer, reporting its time, the events it
+appended and its fsyncs (the new node's /metrics); min / median / max.
+
 Flags:
 `
 
 // benchCmd runs `tvsm bench SCENARIO`.
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "import" {
+		return benchImport(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "broadcast" {
 		fmt.Fprint(stderr, benchUsage)
-		return &configError{fmt.Errorf("the scenario must be broadcast")}
+		return &configError{fmt.Errorf("the scenario must be broadcast or import")}
 	}
 	o := loadtest.BroadcastOptions{Log: stderr}
 	fs := flag.NewFlagSet("bench broadcast", flag.ContinueOnError)
@@ -55,5 +67,37 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintln(stdout, res)
+	return nil
+}
+
+// benchImport runs `tvsm bench import`.
+func benchImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o := loadtest.ImportOptions{Log: stderr}
+	fs := flag.NewFlagSet("bench import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
+	fs.IntVar(&o.Accounts, "accounts", 100000, "accounts at the source (each with a subscription and two devices)")
+	fs.IntVar(&o.Runs, "runs", 3, "imports, each into a new node")
+	fs.IntVar(&o.Workers, "workers", 32, "the importer's writes at once")
+	fs.IntVar(&o.PageSize, "page-size", 500, "objects per page read")
+	timeout := fs.Duration("timeout", 2*time.Hour, "bound of the whole run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.Accounts <= 0 || o.Runs <= 0 {
+		return &configError{fmt.Errorf("--accounts and --runs must be positive")}
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.Binary = bin
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	res, err := loadtest.Import(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, res)
 	return nil
 }

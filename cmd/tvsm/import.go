@@ -114,7 +114,7 @@ func parseImport(args []string, lookupEnv func(string) (string, bool), stderr io
 	fs.StringVar(&o.passwordFile, "password-file", "", "read the superadmin's password from `file` (its first line) instead of TVSM_ADMIN_PASSWORD")
 	fs.StringVar(&o.pins, "pins", "", "CSV `file` of login,pin_md5: passwords for the imported accounts")
 	fs.BoolVar(&o.verify, "verify", false, "then read both sides again and print every field that differs")
-	fs.IntVar(&o.workers, "workers", 8, "`writes` to the node at once")
+	fs.IntVar(&o.workers, "workers", 32, "`writes` to the node at once")
 	fs.IntVar(&o.pageSize, "page-size", 500, "`objects` asked of the source per page")
 	if len(args) == 0 || args[0] != "tvip" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {

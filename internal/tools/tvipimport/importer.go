@@ -20,7 +20,8 @@ type Options struct {
 	Retry Retry
 	// PageSize is the number of objects asked per page (default 500).
 	PageSize int
-	// Workers write to the target at once (default 8).
+	// Workers write to the target at once (default 32: the node commits
+	// concurrent writes together, one fsync for many).
 	Workers int
 	// Pins are passwords (pin_md5) by login, for accounts the source gives
 	// without one (TVIP never answers pin_md5).
@@ -110,7 +111,7 @@ func (o Options) withDefaults() Options {
 		o.PageSize = 500
 	}
 	if o.Workers <= 0 {
-		o.Workers = 8
+		o.Workers = 32
 	}
 	return o
 }
@@ -213,7 +214,7 @@ func (im *importer) copyResource(ctx context.Context, r resource) ResourceReport
 		}
 		seen[id] = true
 		t, exists := byID[id]
-		diff := differing(r.fields, s, t)
+		diff := r.differs(s, t)
 		switch {
 		case !exists && ranges.imported(id):
 			tasks = append(tasks, task{id: id, src: s})
@@ -341,7 +342,7 @@ func (im *importer) create(ctx context.Context, r resource, id int64, s object) 
 		// An earlier attempt may have created it, its answer lost.
 		var got object
 		if im.target.call(ctx, http.MethodGet, "/api/provider/"+r.name+"/"+strconv.FormatInt(id, 10), nil, nil, &got) == nil &&
-			len(differing(r.fields, s, got)) == 0 {
+			len(r.differs(s, got)) == 0 {
 			return nil
 		}
 	}
