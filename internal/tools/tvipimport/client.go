@@ -187,7 +187,10 @@ func cause(body []byte) string {
 	if json.Unmarshal(body, &e) == nil && (e.Cause != "" || len(e.Fields) > 0) {
 		s := e.Cause
 		for _, k := range sortedKeys(e.Fields) {
-			s += fmt.Sprintf("; %s: %s", k, e.Fields[k])
+			// tvsm's cause already lists its fields so; each is named once.
+			if f := fmt.Sprintf("%s: %s", k, e.Fields[k]); !strings.Contains(s, f) {
+				s += "; " + f
+			}
 		}
 		return strings.TrimPrefix(s, "; ")
 	}

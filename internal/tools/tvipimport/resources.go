@@ -2,6 +2,7 @@ package tvipimport
 
 import (
 	"encoding/json"
+	"maps"
 	"strconv"
 )
 
@@ -20,6 +21,18 @@ type resource struct {
 	// body turns the fields of a Provider API object into the body of a
 	// write to write; nil sends them as they are.
 	body func(fields map[string]any) map[string]any
+	// answered, when not nil, puts a source object as the target answers
+	// it, for comparing only: writes send the source's own values.
+	answered func(object) object
+}
+
+// differs returns the fields of the source's object s that the target's t
+// does not hold alike.
+func (r resource) differs(s, t object) []string {
+	if r.answered != nil {
+		s = r.answered(s)
+	}
+	return differing(r.fields, s, t)
 }
 
 // resources are copied in this order, each after what it refers to.
@@ -31,7 +44,7 @@ var resources = []resource{
 	{name: "favorite_group", kind: "category", fields: []string{"name"}, write: "/api/admin/categories"},
 	{name: "channels", kind: "channel", write: "/api/admin/channels",
 		fields: []string{"name", "text_name", "display_number", "logo_url", "enabled", "time_shift_depth", "favorites"},
-		body:   channelBody},
+		body:   channelBody, answered: channelAnswered},
 	{name: "tarif_tags", kind: "tariff_tag", write: "/api/provider/tarif_tags",
 		fields: []string{"name", "enabled", "provider", "position"}},
 	{name: "tarifs", kind: "tariff", write: "/api/provider/tarifs",
@@ -71,6 +84,17 @@ func renamed(names map[string]string) func(map[string]any) map[string]any {
 		}
 		return out
 	}
+}
+
+// channelAnswered: a channel without a text name ("" or null, as TVIP
+// may answer it) is answered by the target with its name as its text name.
+func channelAnswered(s object) object {
+	if !same(s["text_name"], nil) {
+		return s
+	}
+	c := maps.Clone(s)
+	c["text_name"] = s["name"]
+	return c
 }
 
 // channelBody writes a channel to the Admin API: its number is an integer

@@ -71,7 +71,7 @@ func Verify(ctx context.Context, o Options) ([]Difference, error) {
 				diffs = append(diffs, Difference{Resource: r.name, ID: id, Source: "present"})
 				continue
 			}
-			for _, f := range differing(r.fields, s, t) {
+			for _, f := range r.differs(s, t) {
 				diffs = append(diffs, Difference{Resource: r.name, ID: id, Field: f, Source: show(s[f]), Target: show(t[f])})
 			}
 		}
