@@ -11,11 +11,16 @@ import (
 )
 
 // differing returns the fields of want that got does not hold alike, in
-// the order of fields.
+// the order of fields. A field want lacks altogether (not null: absent) is
+// one the source does not answer, so nothing can be said of it.
 func differing(fields []string, want, got object) []string {
 	var out []string
 	for _, f := range fields {
-		if !same(want[f], got[f]) {
+		w, ok := want[f]
+		if !ok {
+			continue
+		}
+		if !same(w, got[f]) {
 			out = append(out, f)
 		}
 	}

@@ -215,6 +215,10 @@ func (im *importer) copyResource(ctx context.Context, r resource) ResourceReport
 		seen[id] = true
 		t, exists := byID[id]
 		diff := r.differs(s, t)
+		if !exists && r.name == "device_subscriptions" && im.copied["account_subscriptions"] != nil && im.copied["account_subscriptions"].source[id] {
+			rep.refuse(id, fmt.Sprintf("tvsm numbers account and device subscriptions in one series, and account subscription %d has this id", id))
+			continue
+		}
 		switch {
 		case !exists && ranges.imported(id):
 			tasks = append(tasks, task{id: id, src: s})

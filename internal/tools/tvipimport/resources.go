@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"maps"
 	"strconv"
+	"strings"
+
+	"tvsm/domain"
 )
 
 // resource is one collection of the Provider API and how it is copied.
@@ -46,7 +49,7 @@ var resources = []resource{
 		fields: []string{"name", "text_name", "display_number", "logo_url", "enabled", "time_shift_depth", "favorites"},
 		body:   channelBody, answered: channelAnswered},
 	{name: "tarif_tags", kind: "tariff_tag", write: "/api/provider/tarif_tags",
-		fields: []string{"name", "enabled", "provider", "position"}},
+		fields: []string{"name", "enabled", "provider", "position"}, answered: tariffTagAnswered},
 	{name: "tarifs", kind: "tariff", write: "/api/provider/tarifs",
 		fields: []string{"tarif_name", "provider", "tarif_tag", "enabled", "channels", "description"}},
 	{name: "device_types", kind: "device_type", write: "/api/provider/device_types", fields: []string{"device_type"}},
@@ -58,7 +61,8 @@ var resources = []resource{
 	{name: "account_subscriptions", kind: "subscription", write: "/api/provider/account_subscriptions",
 		fields: []string{"account", "tarif", "start", "stop", "time_shift_depth"}},
 	{name: "devices", kind: "device", write: "/api/provider/devices",
-		fields: []string{"account", "unique_id", "mac", "remote_custom_field", "comment", "use_nat", "udpxy_addr", "device_type"}},
+		fields:   []string{"account", "unique_id", "mac", "remote_custom_field", "comment", "use_nat", "udpxy_addr", "device_type"},
+		answered: deviceAnswered},
 	{name: "device_subscriptions", kind: "subscription", write: "/api/provider/device_subscriptions",
 		fields: []string{"device", "tarif", "start", "stop", "time_shift_depth"}},
 }
@@ -94,6 +98,32 @@ func channelAnswered(s object) object {
 	}
 	c := maps.Clone(s)
 	c["text_name"] = s["name"]
+	return c
+}
+
+// tariffTagAnswered: a tag without a position is answered at position 0.
+func tariffTagAnswered(s object) object {
+	if v, ok := s["position"]; !ok || v != nil {
+		return s
+	}
+	c := maps.Clone(s)
+	c["position"] = json.Number("0")
+	return c
+}
+
+// deviceAnswered: a MAC address is answered in one form whatever form it
+// was written in (lower-case hex pairs joined by colons).
+func deviceAnswered(s object) object {
+	m, ok := s["mac"].(string)
+	if !ok {
+		return s
+	}
+	norm, err := domain.NormalizeMAC(strings.TrimSpace(m))
+	if err != nil || norm == m {
+		return s // the node refuses it, naming mac
+	}
+	c := maps.Clone(s)
+	c["mac"] = norm
 	return c
 }
 

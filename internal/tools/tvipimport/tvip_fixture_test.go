@@ -707,6 +707,10 @@ func TestTVIPImportRefusesBadSourceData(t *testing.T) {
 		tvipSubscription(520, 1005, "account", 99, "2024-01-15T10:00:00+0300", nil, nil),
 		tvipSubscription(521, 1011, "account", 7, "15/01/2024", nil, nil))
 	src.add("accounts", tvipAccount(1015, "frank", "Frank Popov (again)", nil, nil, nil, nil))
+	// TVIP numbers device subscriptions apart from account subscriptions;
+	// tvsm in one series: a device subscription under account
+	// subscription 502's id.
+	src.add("device_subscriptions", tvipSubscription(502, 2004, "device", 9, "2024-05-01T12:00:00+0300", nil, nil))
 	dst := nodetest.Start(t)
 	o := tvipOptions(src, dst)
 
@@ -723,7 +727,7 @@ func TestTVIPImportRefusesBadSourceData(t *testing.T) {
 		if res.Failed != "" || res.Skipped != "" {
 			t.Errorf("%s: failed %q, skipped %q", res.Name, res.Failed, res.Skipped)
 		}
-		refused := map[string]int{"accounts": 1, "account_subscriptions": 2}[res.Name]
+		refused := map[string]int{"accounts": 1, "account_subscriptions": 2, "device_subscriptions": 1}[res.Name]
 		if res.Refused != refused || res.Created != res.Read-refused {
 			t.Errorf("%s: read %d, created %d, refused %d %+v; want %d refused, every other created",
 				res.Name, res.Read, res.Created, res.Refused, res.Refusals, refused)
@@ -768,6 +772,10 @@ func TestTVIPImportRefusesBadSourceData(t *testing.T) {
 		t.Errorf("account subscriptions not refused: %v; refusals %+v", want, subs.Refusals)
 	}
 
+	if ds := reports["device_subscriptions"].Refusals; len(ds) != 1 || ds[0].ID != 502 || !strings.Contains(ds[0].Reason, "one series") {
+		t.Errorf("the device subscription under an account subscription's id: %+v", ds)
+	}
+
 	// --verify lists exactly the refused objects as missing.
 	diffs, err := tvipimport.Verify(context.Background(), o)
 	if err != nil {
@@ -778,7 +786,8 @@ func TestTVIPImportRefusesBadSourceData(t *testing.T) {
 		got = append(got, d.String())
 	}
 	slices.Sort(got)
-	wantDiffs := []string{"account_subscriptions 520: missing at the target", "account_subscriptions 521: missing at the target"}
+	wantDiffs := []string{"account_subscriptions 520: missing at the target", "account_subscriptions 521: missing at the target",
+		"device_subscriptions 502: missing at the target"}
 	if len(accounts.Refusals) == 1 {
 		wantDiffs = append(wantDiffs, fmt.Sprintf("accounts %d: missing at the target", accounts.Refusals[0].ID))
 	}
