@@ -80,6 +80,7 @@ func benchImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&o.Runs, "runs", 3, "imports, each into a new node")
 	fs.IntVar(&o.Workers, "workers", 32, "the importer's writes at once")
 	fs.IntVar(&o.PageSize, "page-size", 500, "objects per page read")
+	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save a CPU profile of the target node during each import in")
 	timeout := fs.Duration("timeout", 2*time.Hour, "bound of the whole run")
 	if err := fs.Parse(args); err != nil {
 		return err

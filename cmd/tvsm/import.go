@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -170,7 +169,6 @@ func importSettings(o importOptions, lookupEnv func(string) (string, bool)) (tvi
 	opts := tvipimport.Options{
 		Source:   source,
 		Target:   tvipimport.Endpoint{URL: o.url, Login: o.user, Password: password},
-		HTTP:     &http.Client{Timeout: time.Minute},
 		Workers:  o.workers,
 		PageSize: o.pageSize,
 	}

@@ -29,6 +29,10 @@ type ImportOptions struct {
 	Workers, PageSize int
 	// Log receives the nodes' standard error and the steps.
 	Log io.Writer
+	// ProfileDir, when set, gets a CPU profile of the target node during
+	// the first ProfileSeconds (default 10) of each run's import.
+	ProfileDir     string
+	ProfileSeconds int
 }
 
 // ImportRun is one run: the source's lists read by one reader, then the
@@ -135,6 +139,11 @@ func importRun(ctx context.Context, o ImportOptions, source *server) (ImportRun,
 	if err != nil {
 		return run, err
 	}
+	seconds := o.ProfileSeconds
+	if seconds <= 0 {
+		seconds = 10
+	}
+	profiled := dst.profile(ctx, o.ProfileDir, seconds, o.Log)
 	start = time.Now()
 	report, err := tvipimport.Import(ctx, tvipimport.Options{
 		Source:   tvipimport.Endpoint{URL: source.url, Login: "admin", Password: benchPassword},
@@ -143,6 +152,9 @@ func importRun(ctx context.Context, o ImportOptions, source *server) (ImportRun,
 		PageSize: pageSize,
 	})
 	run.ImportTime = time.Since(start)
+	if perr := profiled(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return run, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -325,4 +326,42 @@ func TestImportResumesAfterSourceErrors(t *testing.T) {
 	f.fail.Store(0)
 	mustImport(t, o)
 	mustVerify(t, o)
+}
+
+// The importer keeps a connection open for each of its workers: a new one
+// an object would cost the node an accept, a goroutine and a handshake of
+// its own each time (Go's default transport keeps two idle connections a
+// host).
+func TestImportReusesConnections(t *testing.T) {
+	t.Parallel()
+	src := newSource(t)
+	var bulk strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&bulk, `{"provider":%d,"login":"bulk%d","pin_md5":"","fullname":"B"}`+"\n", src.provider, i)
+	}
+	if status, body := src.env.DoHeader(t, "POST", "/api/provider/accounts/bulk", src.env.SuperLogin, src.env.SuperPassword,
+		bulk.String(), http.Header{"Content-Type": {"application/x-ndjson"}}); status != http.StatusOK || strings.Contains(string(body), `"status":400`) {
+		t.Fatalf("bulk: %d %s", status, body)
+	}
+	dst := nodetest.Start(t)
+	u, err := url.Parse(dst.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int64
+	proxy := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(u))
+	proxy.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	proxy.Start()
+	t.Cleanup(proxy.Close)
+	o := options(src.env, dst)
+	o.Target.URL, o.Workers = proxy.URL, 16
+	r := mustImport(t, o)
+	t.Logf("%d writes over %d connections", r.Writes(), conns.Load())
+	if writes := r.Writes(); writes < 300 || conns.Load() > int64(o.Workers)+4 {
+		t.Errorf("%d writes over %d connections; want at most a connection a worker (%d) and a few", writes, conns.Load(), o.Workers)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Options configure an import (or a check, Verify).
@@ -15,7 +16,8 @@ type Options struct {
 	// Source is the server copied from (its Provider API), Target the tvsm
 	// node copied to (a superadmin: it reserves ids and creates with them).
 	Source, Target Endpoint
-	// HTTP is the client of both (default: a minute's timeout per request).
+	// HTTP is the client of both (default: a minute's timeout per request,
+	// and an idle connection kept for every worker).
 	HTTP  *http.Client
 	Retry Retry
 	// PageSize is the number of objects asked per page (default 500).
@@ -112,6 +114,14 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Workers <= 0 {
 		o.Workers = 32
+	}
+	if o.HTTP == nil {
+		// Go's default transport keeps two idle connections a host: the
+		// other workers would each open (and the node accept) a new
+		// connection for every object.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = o.Workers + 4
+		o.HTTP = &http.Client{Timeout: time.Minute, Transport: t}
 	}
 	return o
 }
