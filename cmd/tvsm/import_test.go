@@ -47,7 +47,7 @@ func TestImportFromDemoNode(t *testing.T) {
 	t.Setenv("TVSM_ADMIN_LOGIN", nodetest.SuperLogin)
 	t.Setenv("TVSM_ADMIN_PASSWORD", nodetest.SuperPassword)
 	out := filepath.Join(t.TempDir(), "demo")
-	if code, stdout, stderr := runCapture(t, "demo", "--data", out, "--quiet", "--days", "3", "--accounts", "40", "--seed", "7"); code != exitOK {
+	if code, stdout, stderr := runCapture(t, "demo", "--data", out, "--quiet", "--days", "1", "--accounts", "40", "--seed", "7"); code != exitOK {
 		t.Fatalf("tvsm demo: exit %d\n%s%s", code, stdout, stderr)
 	}
 	// tvsm demo keeps its events in DATA/events and the node's files in

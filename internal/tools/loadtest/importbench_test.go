@@ -15,12 +15,12 @@ func TestImportSmall(t *testing.T) {
 	log := new(testutil.SyncBuffer)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := Import(ctx, ImportOptions{Binary: testutil.Binary(t), Accounts: 25, Runs: 2, Workers: 4, PageSize: 10, Log: log})
+	res, err := Import(ctx, ImportOptions{Binary: testutil.Binary(t), Accounts: 25, Runs: 1, Workers: 4, PageSize: 10, Log: log})
 	if err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, log)
 	}
-	if res.Objects != 2+4*25 || len(res.Runs) != 2 {
-		t.Fatalf("objects %d, runs %d; want %d and 2", res.Objects, len(res.Runs), 2+4*25)
+	if res.Objects != 2+4*25 || len(res.Runs) != 1 {
+		t.Fatalf("objects %d, runs %d; want %d and 1", res.Objects, len(res.Runs), 2+4*25)
 	}
 	for _, run := range res.Runs {
 		// The source's lists hold the accounts, their subscriptions and

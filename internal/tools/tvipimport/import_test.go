@@ -365,3 +365,31 @@ func TestImportReusesConnections(t *testing.T) {
 		t.Errorf("%d writes over %d connections; want at most a connection a worker (%d) and a few", writes, conns.Load(), o.Workers)
 	}
 }
+
+// Given objects imported before, when the import runs against a source
+// that lists none of them (a wrong --from), then nothing is deleted and
+// the resources are reported failed.
+func TestImportDeletesNothingWhenTheSourceLooksLikeAnotherServer(t *testing.T) {
+	t.Parallel()
+	src := newSource(t)
+	dst := nodetest.Start(t)
+	mustImport(t, options(src.env, dst))
+	head := headOf(t, dst)
+	other := nodetest.Start(t) // an empty server
+	r, err := tvipimport.Import(context.Background(), options(other, dst))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OK() || r.Writes() != 0 {
+		t.Fatalf("against an empty source: OK %v, %d writes; want not OK and none", r.OK(), r.Writes())
+	}
+	for _, res := range r.Resources {
+		if res.Name == "accounts" && !strings.Contains(res.Failed, "nothing deleted") {
+			t.Errorf("accounts: %q; want the deletes refused", res.Failed)
+		}
+	}
+	if after := headOf(t, dst); after != head {
+		t.Errorf("the node changed: %v → %v", head, after)
+	}
+	mustVerify(t, options(src.env, dst))
+}

@@ -145,7 +145,23 @@ func Import(ctx context.Context, o Options) (Report, error) {
 		im.report.Resources = append(im.report.Resources, rep)
 	}
 	// Deletes last, and in the reverse order: what refers to an object
-	// goes before it.
+	// goes before it. When more objects are gone than the source lists
+	// (at least 10), the source is more likely another server than one
+	// that deleted most of its base: nothing is deleted.
+	gone, listed := 0, 0
+	for _, c := range im.copied {
+		gone, listed = gone+len(c.extra), listed+len(c.source)
+	}
+	if gone >= 10 && gone > listed {
+		for i := range im.report.Resources {
+			rep := &im.report.Resources[i]
+			if c := im.copied[rep.Name]; c != nil && len(c.extra) > 0 {
+				rep.Failed = fmt.Sprintf("%d objects imported before are not at the source, which lists %d objects in all: nothing deleted, "+
+					"as --from may name another server than the first import's; delete them at the node if they are really gone", len(c.extra), listed)
+			}
+		}
+		return im.report, ctx.Err()
+	}
 	for i := len(resources) - 1; i >= 0; i-- {
 		c := im.copied[resources[i].name]
 		if c == nil || len(c.extra) == 0 {
