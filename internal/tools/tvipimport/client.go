@@ -219,12 +219,13 @@ func (o object) id() (int64, bool) {
 var errNotServed = errors.New("not served")
 
 // list reads a whole collection, a page of pageSize at a time (start and
-// limit, as TVIP's SDKs page). A page that fails after its retries ends the
-// read with the error, naming the page.
+// limit, sorted by id, as TVIP's SDK example pages: an unsorted list may
+// change its order between pages). A page that fails after its retries
+// ends the read with the error, naming the page.
 func (c *client) list(ctx context.Context, path string, pageSize int, onPage func(n, total int)) ([]object, error) {
 	var all []object
 	for start := 0; ; {
-		q := url.Values{"start": {strconv.Itoa(start)}, "limit": {strconv.Itoa(pageSize)}}
+		q := url.Values{"start": {strconv.Itoa(start)}, "limit": {strconv.Itoa(pageSize)}, "sort": {"id"}}
 		var page struct {
 			Data  []object    `json:"data"`
 			Total json.Number `json:"total"`
