@@ -72,6 +72,11 @@ func importIDFromHeader(c *gin.Context) {
 		c.Abort()
 		return
 	}
+	if strings.HasSuffix(c.FullPath(), "/bulk") {
+		WriteError(c, ValidationFailed(map[string]string{ImportIDHeader: "gives one object its id: send it with the create of that object, not with a bulk request"}))
+		c.Abort()
+		return
+	}
 	id, err := wire.ParseInt(v)
 	if err == nil && id <= 0 {
 		err = strconv.ErrRange

@@ -87,6 +87,11 @@ func TestImportKeepsIDs(t *testing.T) {
 			t.Errorf("import id %q: %d %s, want 400 naming the header", bad, status, body)
 		}
 	}
+	status, body = env.DoHeader(t, http.MethodPost, "/api/provider/accounts/bulk", env.SuperLogin, env.SuperPassword,
+		`{"provider":17,"login":"bulk1","pin_md5":"","fullname":"B"}`+"\n", http.Header{httpapi.ImportIDHeader: {"997"}, "Content-Type": {"application/x-ndjson"}})
+	if status != http.StatusBadRequest || !strings.Contains(string(body), httpapi.ImportIDHeader) {
+		t.Errorf("import id on a bulk request: %d %s, want 400 naming the header", status, body)
+	}
 	for _, tc := range []struct {
 		body  map[string]any
 		field string
