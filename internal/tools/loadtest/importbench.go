@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,7 +33,8 @@ type ImportOptions struct {
 	// Log receives the nodes' standard error and the steps.
 	Log io.Writer
 	// ProfileDir, when set, gets a CPU profile of the target node during
-	// the first ProfileSeconds (default 10) of each run's import.
+	// the first ProfileSeconds (default 10) of each run's import, and one
+	// of the importer (this process) during the whole import.
 	ProfileDir     string
 	ProfileSeconds int
 }
@@ -48,6 +52,9 @@ type ImportRun struct {
 	ImportTime     time.Duration
 	Writes         int
 	Events, Fsyncs float64
+	// CPU during the import: the target node's, the importer's (this
+	// process) and the source node's.
+	TargetCPU, ImporterCPU, SourceCPU time.Duration
 }
 
 // ImportResult is the scenario's outcome.
@@ -75,10 +82,34 @@ func (r ImportResult) String() string {
 	row("events/s", func(x ImportRun) float64 { return x.Events / x.ImportTime.Seconds() }, "%.0f")
 	row("objects/s imported", func(x ImportRun) float64 { return float64(x.Writes) / x.ImportTime.Seconds() }, "%.0f")
 	row("fsyncs", func(x ImportRun) float64 { return x.Fsyncs }, "%.0f")
+	row("CPU µs an object: target node", func(x ImportRun) float64 { return perObject(x.TargetCPU, x.Writes) }, "%.0f")
+	row("CPU µs an object: importer", func(x ImportRun) float64 { return perObject(x.ImporterCPU, x.Writes) }, "%.0f")
+	row("CPU µs an object: source node", func(x ImportRun) float64 { return perObject(x.SourceCPU, x.Writes) }, "%.0f")
 	row("source lists alone (s)", func(x ImportRun) float64 { return x.ListTime.Seconds() }, "%.1f")
 	row("source lists, objects/s", func(x ImportRun) float64 { return float64(x.Listed) / x.ListTime.Seconds() }, "%.0f")
 	row("import / source lists (time)", func(x ImportRun) float64 { return x.ImportTime.Seconds() / x.ListTime.Seconds() }, "%.2f")
 	return b.String()
+}
+
+// profileSelf starts a CPU profile of this process into dir/name (nothing
+// when dir is empty) and returns the function that stops it.
+func profileSelf(dir, name string) (func(), error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+func perObject(d time.Duration, n int) float64 {
+	return float64(d.Microseconds()) / float64(max(n, 1))
 }
 
 // Import runs the scenario.
@@ -144,6 +175,11 @@ func importRun(ctx context.Context, o ImportOptions, source *server) (ImportRun,
 		seconds = 10
 	}
 	profiled := dst.profile(ctx, o.ProfileDir, seconds, o.Log)
+	stopProfile, err := profileSelf(o.ProfileDir, "importer.cpu.pprof")
+	if err != nil {
+		return run, err
+	}
+	targetCPU, sourceCPU, importerCPU := processCPU(target.cmd.Process.Pid), processCPU(source.cmd.Process.Pid), processCPU(os.Getpid())
 	start = time.Now()
 	report, err := tvipimport.Import(ctx, tvipimport.Options{
 		Source:   tvipimport.Endpoint{URL: source.url, Login: "admin", Password: benchPassword},
@@ -152,6 +188,10 @@ func importRun(ctx context.Context, o ImportOptions, source *server) (ImportRun,
 		PageSize: pageSize,
 	})
 	run.ImportTime = time.Since(start)
+	run.TargetCPU = processCPU(target.cmd.Process.Pid) - targetCPU
+	run.SourceCPU = processCPU(source.cmd.Process.Pid) - sourceCPU
+	run.ImporterCPU = processCPU(os.Getpid()) - importerCPU
+	stopProfile()
 	if perr := profiled(); err == nil {
 		err = perr
 	}

@@ -26,7 +26,8 @@ func TestImportSmall(t *testing.T) {
 		// The source's lists hold the accounts, their subscriptions and
 		// devices; the import writes every object and appends at least an
 		// event each.
-		if run.Listed != 4*25 || run.Writes != res.Objects || run.Events < float64(run.Writes) || run.Fsyncs <= 0 || run.ListTime <= 0 {
+		if run.Listed != 4*25 || run.Writes != res.Objects || run.Events < float64(run.Writes) || run.Fsyncs <= 0 || run.ListTime <= 0 ||
+			run.TargetCPU <= 0 || run.ImporterCPU <= 0 {
 			t.Errorf("implausible run: %+v", run)
 		}
 	}
