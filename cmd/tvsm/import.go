@@ -185,6 +185,7 @@ func importSettings(o importOptions, lookupEnv func(string) (string, bool)) (tvi
 	return opts, nil
 }
 
+// firstLine is the first line of file (a password file's).
 func firstLine(file string) (string, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {

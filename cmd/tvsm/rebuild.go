@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -115,12 +114,7 @@ func parseRebuild(args []string, lookupEnv func(string) (string, bool), stderr i
 // file, else TVSM_ADMIN_PASSWORD.
 func rebuildPassword(file string, lookupEnv func(string) (string, bool)) (string, error) {
 	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", err
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		return strings.TrimSuffix(line, "\r"), nil
+		return firstLine(file)
 	}
 	if p, ok := lookupEnv("TVSM_ADMIN_PASSWORD"); ok && p != "" {
 		return p, nil

@@ -151,6 +151,29 @@ func (a *IDAllocator) take() (int64, bool) {
 // take all of it.
 func (a *IDAllocator) reserve(ctx context.Context) (int64, error) {
 	size := int64(a.x.opts.IDBlockSize)
+	meta := domain.Metadata{OccurredAt: a.x.now(), Actor: domain.SystemActor(), RequestID: "ids-" + a.kind + "-" + a.owner}
+	b, _, err := a.appendBlock(ctx, "allocate", meta, func(top int64) (IDBlockReserved, record.IDs, bool) {
+		// The id names this allocator and the block, so a resend after an
+		// unknown outcome is recognised by the store, while two allocators
+		// racing for the same block never share an id.
+		return IDBlockReserved{From: top + 1, To: top + size},
+			record.Derived("ids|" + a.kind + "|" + a.owner + "|" + strconv.FormatInt(top+1, 10)), true
+	})
+	if err != nil {
+		return 0, err
+	}
+	a.mu.Lock()
+	a.next, a.last = b.From+1, b.To
+	a.mu.Unlock()
+	return b.From, nil
+}
+
+// appendBlock appends the block next makes of the highest id reserved so
+// far (with its event ids), after reading the id stream, with the stream's
+// exact expected revision, reading and asking again on a conflict; ok false
+// when next wants none. The caller holds sem.
+func (a *IDAllocator) appendBlock(ctx context.Context, op string, meta domain.Metadata,
+	next func(top int64) (IDBlockReserved, record.IDs, bool)) (b IDBlockReserved, ok bool, err error) {
 	// Every lost race means another allocator got a block, so there is no
 	// livelock; a loser only risks starving behind allocators that come back
 	// quickly, so it retries at once after a short jitter instead of backing
@@ -158,32 +181,26 @@ func (a *IDAllocator) reserve(ctx context.Context) (int64, error) {
 	const maxAttempts = 1000
 	for failures := 0; ; {
 		if err := a.catchUp(ctx); err != nil {
-			return 0, err
+			return b, false, err
 		}
-		from, to := a.blocks.top+1, a.blocks.top+size
-		meta := domain.Metadata{OccurredAt: a.x.now(), Actor: domain.SystemActor(), RequestID: "ids-" + a.kind + "-" + a.owner}
-		// The id names this allocator and the block, so a resend after an
-		// unknown outcome is recognised by the store, while two allocators
-		// racing for the same block never share an id.
-		ids := record.Derived("ids|" + a.kind + "|" + a.owner + "|" + strconv.FormatInt(from, 10))
-		res, err := a.x.rec.Record(ctx, a.stream, a.head.Expect(), []domain.Event{IDBlockReserved{From: from, To: to}}, meta, ids)
+		b, ids, ok := next(a.blocks.top)
+		if !ok {
+			return b, false, nil
+		}
+		res, err := a.x.rec.Record(ctx, a.stream, a.head.Expect(), []domain.Event{b}, meta, ids)
 		if err == nil {
 			a.head = record.Head{Exists: true, Revision: res.NextExpected, Position: res.Position}
-			a.blocks = a.blocks.add(IDBlockReserved{From: from, To: to})
-			a.mu.Lock()
-			a.next, a.last = from+1, to
-			a.mu.Unlock()
-			return from, nil
+			a.blocks = a.blocks.add(b)
+			return b, true, nil
 		}
 		if !errors.Is(err, eventstore.ErrWrongExpectedRevision) {
-			return 0, opError("allocate", a.stream, err)
+			return b, false, opError(op, a.stream, err)
 		}
-		failures++
-		if failures >= maxAttempts {
-			return 0, opError("allocate", a.stream, fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, failures, err))
+		if failures++; failures >= maxAttempts {
+			return b, false, opError(op, a.stream, fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, failures, err))
 		}
 		if err := a.x.rec.Policy.Pause(ctx, 1); err != nil {
-			return 0, opError("allocate", a.stream, err)
+			return b, false, opError(op, a.stream, err)
 		}
 	}
 }
@@ -229,32 +246,15 @@ func (a *IDAllocator) ReserveImport(ctx context.Context, through int64, rm Reque
 	}
 	defer func() { <-a.sem }()
 	meta := domain.Metadata{OccurredAt: a.x.now(), Actor: rm.Actor, RequestID: rm.RequestID}
-	const maxAttempts = 1000
-	for failures := 0; ; {
-		if err := a.catchUp(ctx); err != nil {
-			return ImportRanges{}, err
-		}
-		if through <= a.blocks.top {
-			return a.ranges(), nil
-		}
-		block := IDBlockReserved{From: a.blocks.top + 1, To: through, Import: true}
-		ids := record.Derived("ids|" + a.kind + "|import|" + strconv.FormatInt(block.From, 10) + "|" + strconv.FormatInt(through, 10))
-		res, err := a.x.rec.Record(ctx, a.stream, a.head.Expect(), []domain.Event{block}, meta, ids)
-		if err == nil {
-			a.head = record.Head{Exists: true, Revision: res.NextExpected, Position: res.Position}
-			a.blocks = a.blocks.add(block)
-			return a.ranges(), nil
-		}
-		if !errors.Is(err, eventstore.ErrWrongExpectedRevision) {
-			return ImportRanges{}, opError("reserve", a.stream, err)
-		}
-		if failures++; failures >= maxAttempts {
-			return ImportRanges{}, opError("reserve", a.stream, fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, failures, err))
-		}
-		if err := a.x.rec.Policy.Pause(ctx, 1); err != nil {
-			return ImportRanges{}, opError("reserve", a.stream, err)
-		}
+	_, _, err := a.appendBlock(ctx, "reserve", meta, func(top int64) (IDBlockReserved, record.IDs, bool) {
+		from := strconv.FormatInt(top+1, 10)
+		return IDBlockReserved{From: top + 1, To: through, Import: true},
+			record.Derived("ids|" + a.kind + "|import|" + from + "|" + strconv.FormatInt(through, 10)), through > top
+	})
+	if err != nil {
+		return ImportRanges{}, err
 	}
+	return a.ranges(), nil
 }
 
 func (a *IDAllocator) ranges() ImportRanges {

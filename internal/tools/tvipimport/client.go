@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"tvsm/internal/platform/schedule"
 )
 
 // Endpoint is a server and the admin it is asked as (HTTP Basic).
@@ -55,30 +57,14 @@ type client struct {
 	ep    Endpoint
 	http  *http.Client
 	retry Retry
-	// sleep waits between attempts (a test may count the waits).
-	sleep func(context.Context, time.Duration) error
 }
 
 func newClient(ep Endpoint, hc *http.Client, retry Retry) *client {
-	if hc == nil {
-		hc = &http.Client{Timeout: time.Minute}
-	}
 	if retry.Attempts <= 0 {
 		retry = DefaultRetry
 	}
 	ep.URL = strings.TrimRight(ep.URL, "/")
-	return &client{ep: ep, http: hc, retry: retry, sleep: sleepCtx}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return &client{ep: ep, http: hc, retry: retry}
 }
 
 // answer is a server's answer to one request.
@@ -113,8 +99,8 @@ func (c *client) do(ctx context.Context, method, path string, header http.Header
 			wait = min(pause, c.retry.Max)
 		}
 		pause *= 2
-		if err := c.sleep(ctx, wait); err != nil {
-			return a, err
+		if !schedule.Sleep(ctx, wait) {
+			return a, ctx.Err()
 		}
 	}
 }
@@ -222,7 +208,7 @@ var errNotServed = errors.New("not served")
 // limit, sorted by id, as TVIP's SDK example pages: an unsorted list may
 // change its order between pages). A page that fails after its retries
 // ends the read with the error, naming the page.
-func (c *client) list(ctx context.Context, path string, pageSize int, onPage func(n, total int)) ([]object, error) {
+func (c *client) list(ctx context.Context, path string, pageSize int) ([]object, error) {
 	var all []object
 	for start := 0; ; {
 		q := url.Values{"start": {strconv.Itoa(start)}, "limit": {strconv.Itoa(pageSize)}, "sort": {"id"}}
@@ -240,9 +226,6 @@ func (c *client) list(ctx context.Context, path string, pageSize int, onPage fun
 		}
 		all = append(all, page.Data...)
 		total, _ := strconv.Atoi(string(page.Total))
-		if onPage != nil {
-			onPage(len(all), total)
-		}
 		start += len(page.Data)
 		if len(page.Data) == 0 || (total > 0 && start >= total) {
 			return all, nil

@@ -1,6 +1,7 @@
 package tvipimport
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -180,7 +181,7 @@ func Import(ctx context.Context, o Options) (Report, error) {
 // source's ids at the target, then creates, updates or leaves each object.
 func (im *importer) copyResource(ctx context.Context, r resource) ResourceReport {
 	rep := ResourceReport{Name: r.name}
-	src, err := im.source.list(ctx, "/api/provider/"+r.name, im.o.PageSize, nil)
+	src, err := im.source.list(ctx, "/api/provider/"+r.name, im.o.PageSize)
 	if errors.Is(err, errNotServed) {
 		rep.Skipped = "the source does not serve /api/provider/" + r.name + " (404)"
 		im.done(rep)
@@ -192,7 +193,7 @@ func (im *importer) copyResource(ctx context.Context, r resource) ResourceReport
 		im.done(rep)
 		return rep
 	}
-	tgt, err := im.target.list(ctx, "/api/provider/"+r.name, im.o.PageSize, nil)
+	tgt, err := im.target.list(ctx, "/api/provider/"+r.name, im.o.PageSize)
 	if err != nil {
 		rep.Failed = "reading the target: " + err.Error()
 		im.done(rep)
@@ -310,7 +311,7 @@ func (im *importer) copyResource(ctx context.Context, r resource) ResourceReport
 	}
 	close(work)
 	wg.Wait()
-	slices.SortFunc(rep.Refusals, func(a, b Refusal) int { return compareInt(a.ID, b.ID) })
+	slices.SortFunc(rep.Refusals, func(a, b Refusal) int { return cmp.Compare(a.ID, b.ID) })
 
 	c := &copied{r: r, source: seen}
 	for id := range byID {
@@ -333,16 +334,6 @@ func (im *importer) done(rep ResourceReport) {
 func (rep *ResourceReport) refuse(id int64, reason string) {
 	rep.Refused++
 	rep.Refusals = append(rep.Refusals, Refusal{ID: id, Reason: reason})
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // create creates the source's object at the target under its id.

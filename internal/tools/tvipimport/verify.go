@@ -38,14 +38,14 @@ func Verify(ctx context.Context, o Options) ([]Difference, error) {
 	source, target := newClient(o.Source, o.HTTP, o.Retry), newClient(o.Target, o.HTTP, o.Retry)
 	var diffs []Difference
 	for _, r := range resources {
-		src, err := source.list(ctx, "/api/provider/"+r.name, o.PageSize, nil)
+		src, err := source.list(ctx, "/api/provider/"+r.name, o.PageSize)
 		if errors.Is(err, errNotServed) {
 			continue
 		}
 		if err != nil {
 			return diffs, fmt.Errorf("%s: reading the source: %w", r.name, err)
 		}
-		tgt, err := target.list(ctx, "/api/provider/"+r.name, o.PageSize, nil)
+		tgt, err := target.list(ctx, "/api/provider/"+r.name, o.PageSize)
 		if err != nil {
 			return diffs, fmt.Errorf("%s: reading the target: %w", r.name, err)
 		}
