@@ -32,6 +32,10 @@ type Account struct {
 
 	Enabled bool
 	Deleted bool
+	// Erased is set, with Deleted, once the account was erased: its
+	// personal fields are empty and it can neither be changed nor erased
+	// again.
+	Erased bool
 
 	Subscriptions []Subscription // in the order added
 	Devices       []Device       // in the order bound
@@ -138,7 +142,7 @@ func (a Account) DeviceLimit(providerLimit *int) *int {
 }
 
 // AccountCommand is a command on an account: CreateAccount, UpdateAccount,
-// DeleteAccount, AddSubscription, UpdateSubscription, RemoveSubscription,
+// DeleteAccount, EraseAccount, AddSubscription, UpdateSubscription, RemoveSubscription,
 // BindDevice, ChangeDevice or UnbindDevice.
 type AccountCommand interface {
 	Stream() string
@@ -157,8 +161,17 @@ func AccountDecider() Decider[Account, AccountCommand] {
 var errAccountTarget = errors.New("account command decided on another account's state")
 
 func decideAccount(s Account, c AccountCommand, now time.Time) ([]Event, error) {
-	if c, ok := c.(CreateAccount); ok {
+	switch c := c.(type) {
+	case CreateAccount:
 		return createAccount(s, c)
+	case EraseAccount:
+		if s.ID == 0 || s.Erased {
+			return nil, notFound("account", c.ID)
+		}
+		if s.ID != c.ID {
+			return nil, errAccountTarget
+		}
+		return eraseAccount(s, c, now)
 	}
 	var id int64
 	switch c := c.(type) {
@@ -242,6 +255,8 @@ func evolveAccount(s Account, e Event) Account {
 		// The subscriptions and devices go with the account; dropping them
 		// keeps deleted accounts cheap in memory.
 		s.Deleted, s.Subscriptions, s.Devices = true, nil, nil
+	case AccountErased:
+		return evolveErased(s)
 	case SubscriptionAdded:
 		sub := Subscription{ID: e.SubscriptionID, Tariff: e.Tariff, Start: e.Start, Device: e.Device, TimeShiftDepth: e.TimeShiftDepth}
 		if e.Stop != nil {

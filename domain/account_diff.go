@@ -136,6 +136,8 @@ func SummarizeAccountEvent(e Event) string {
 		return "account updated"
 	case AccountDeleted:
 		return "account deleted"
+	case AccountErased:
+		return "account erased"
 	case SubscriptionAdded:
 		if e.Device != 0 {
 			return fmt.Sprintf("subscription %d added for device %d", e.SubscriptionID, e.Device)

@@ -180,6 +180,7 @@ func registerAccountEvents(r *Registry) {
 	r.Register(AccountCreatedType, func() Event { return new(AccountCreated) })
 	r.Register(AccountUpdatedType, func() Event { return new(AccountUpdated) })
 	r.Register(AccountDeletedType, func() Event { return new(AccountDeleted) })
+	r.Register(AccountErasedType, func() Event { return new(AccountErased) })
 	r.Register(SubscriptionAddedType, func() Event { return new(SubscriptionAdded) })
 	r.Register(SubscriptionChangedType, func() Event { return new(SubscriptionChanged) })
 	r.Register(SubscriptionRemovedType, func() Event { return new(SubscriptionRemoved) })

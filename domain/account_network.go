@@ -171,12 +171,16 @@ type AccountNetworkAdded struct {
 }
 
 // AccountNetworkChanged carries the fields of a network that changed.
+// Owner is the network's account after the change, whether or not the
+// account changed: the data subject its personal values belong to (0 in
+// events recorded before it was kept).
 type AccountNetworkChanged struct {
 	Provider    int64            `json:"provider"`
 	NetworkID   int64            `json:"network_id"`
 	Network     Optional[string] `json:"network,omitzero"`
 	Account     Optional[int64]  `json:"account,omitzero"`
 	Description Optional[string] `json:"description,omitzero"`
+	Owner       int64            `json:"owner,omitempty"`
 }
 
 // AccountNetworkRemoved records that a network was removed.
@@ -293,6 +297,7 @@ func changeNetwork(s AccountNetworks, c ChangeAccountNetwork) ([]Event, error) {
 	if !e.Network.Present && !e.Account.Present && !e.Description.Present {
 		return nil, nil
 	}
+	e.Owner = e.Account.Or(cur.Account)
 	return []Event{e}, nil
 }
 

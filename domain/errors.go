@@ -66,4 +66,7 @@ var (
 	// ErrDeviceLimit reports a device bind refused because the account has
 	// as many devices as its limit allows; the error is a *DeviceLimitError.
 	ErrDeviceLimit = errors.New("device limit reached")
+	// ErrStillSubscribed reports an erasure refused because the account
+	// has a subscription that has not ended (EraseAccount.Force overrides).
+	ErrStillSubscribed = errors.New("account still subscribed")
 )
