@@ -13,7 +13,8 @@
 //   - SubscribeAll delivers every event after `after` exactly once, in log
 //     order: first the stored ones (catch-up), then new ones as they are
 //     appended (live), with no gap and no duplicate at the handover. Ending
-//     the context given to SubscribeAll ends the subscription.
+//     the context given to SubscribeAll ends the subscription. (The one
+//     exception: events of a stream tombstoned since, see Tombstoner.)
 //   - After Close, every method of the store, and Recv of its subscriptions,
 //     fails with an error that errors.Is ErrClosed.
 package eventstore
@@ -34,7 +35,8 @@ type Store interface {
 	Append(ctx context.Context, stream string, expect Revision, events ...EventData) (AppendResult, error)
 	// ReadStream returns up to max events of stream starting at revision from
 	// (inclusive; Start for the first event). max <= 0 means all.
-	// It returns ErrStreamNotFound when the stream has no events.
+	// It returns ErrStreamNotFound when the stream has no events, and
+	// ErrStreamDeleted when it was tombstoned (see Tombstoner).
 	ReadStream(ctx context.Context, stream string, from Revision, max int) ([]RecordedEvent, error)
 	// SubscribeAll starts a catch-up subscription to the global log,
 	// exclusive of after (Position{} means from the beginning).
@@ -59,6 +61,38 @@ type MultiAppender interface {
 	// a no-op answered with the original results; when only some are, it fails
 	// with ErrDuplicateEventID.
 	AppendMulti(ctx context.Context, parts ...StreamAppend) ([]AppendResult, error)
+}
+
+// Tombstoner is implemented by backends that can delete a stream for good,
+// as EventStoreDB's hard delete ("tombstone") does: the stream's name can
+// never be read or written again. Crypto-shredding relies on it: the
+// events of a subject keep only ciphertext, the subject's key lives in a
+// stream of its own, and tombstoning that stream erases the key.
+//
+// The contract (checked by eventstore/storetest on the backends that have
+// it):
+//   - A nil error from Tombstone means the tombstone is durable, as an
+//     append's events are.
+//   - Tombstoning a stream without events still tombstones its name;
+//     tombstoning a stream again is a no-op answered with nil. A name that
+//     ValidateStreamName rejects fails with ErrInvalidAppend.
+//   - Afterwards ReadStream of the stream fails with ErrStreamDeleted (not
+//     ErrStreamNotFound), and so does every Append to it, whatever its
+//     expectation, a retry of events stored before the tombstone included,
+//     and every AppendMulti with a part for it. They store nothing.
+//   - The stream's earlier events may still reach subscribers of $all, and
+//     backends differ there. EventStoreDB's $all bypasses the stream
+//     index: a subscription (or a read of $all) that passes those events
+//     gets them, payloads and all, until an operator's scavenge removes
+//     them from the chunk files; so on EventStoreDB the data is gone only
+//     after a scavenge. EventStoreDB also writes the tombstone itself to
+//     $all, as an event of type "$streamDeleted" of that stream at revision
+//     2^63-1, which the esdb backend does not deliver. The memory backend
+//     drops the events at once and its subscriptions skip them. So
+//     SubscribeAll may or may not deliver the events appended before the
+//     tombstone: callers must rely on neither.
+type Tombstoner interface {
+	Tombstone(ctx context.Context, stream string) error
 }
 
 // StreamAppend is one stream's part of a MultiAppender.AppendMulti.
@@ -88,6 +122,9 @@ type SequentialPositions interface {
 var (
 	ErrWrongExpectedRevision = errors.New("eventstore: wrong expected revision")
 	ErrStreamNotFound        = errors.New("eventstore: stream not found")
+	// ErrStreamDeleted: the stream was tombstoned (see Tombstoner); it can
+	// never be read or written again.
+	ErrStreamDeleted = errors.New("eventstore: stream deleted")
 	// ErrDuplicateEventID: an event ID of the append is already stored, but not
 	// as the same events in the same stream (so the append is not a retry).
 	ErrDuplicateEventID = errors.New("eventstore: duplicate event id")

@@ -19,6 +19,9 @@ import (
 // it is ErrDuplicateEventID; otherwise it is a *WrongRevisionError with the
 // revision the server reported.
 func appendError(err error, stream string, expect eventstore.Revision) error {
+	if streamDeleted(err) {
+		return fmt.Errorf("esdb: append to %q: %w", stream, eventstore.ErrStreamDeleted)
+	}
 	var e *client.Error
 	if !errors.As(err, &e) || e.Code() != client.ErrorCodeWrongExpectedVersion {
 		return fmt.Errorf("esdb: append to %q: %w", stream, classify(err))
@@ -69,8 +72,18 @@ func classify(err error) error {
 	return err
 }
 
-// notFound reports whether err is the client's "stream not found".
+// notFound reports whether err is the client's "stream not found" (which
+// is also how a soft-deleted stream reads).
 func notFound(err error) bool {
 	var e *client.Error
-	return errors.As(err, &e) && (e.Code() == client.ErrorCodeResourceNotFound || e.Code() == client.ErrorCodeStreamDeleted)
+	return errors.As(err, &e) && e.Code() == client.ErrorCodeResourceNotFound
+}
+
+// streamDeleted reports whether err is the client's "stream deleted": the
+// server's answer to a read of, an append to, or a tombstone of a
+// tombstoned stream (a gRPC error whose "exception" trailer is
+// "stream-deleted").
+func streamDeleted(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Code() == client.ErrorCodeStreamDeleted
 }

@@ -1,8 +1,9 @@
 // Package esdb is the event store backend on EventStoreDB, through
 // EventStore-Client-Go v4 (github.com/EventStore/EventStore-Client-Go/v4,
-// pinned at v4.2.0). It implements eventstore.Store and
-// eventstore.HeadReader; it does not implement eventstore.MultiAppender:
-// EventStoreDB appends to one stream at a time.
+// pinned at v4.2.0). It implements eventstore.Store, eventstore.HeadReader
+// and eventstore.Tombstoner (EventStoreDB's hard delete); it does not
+// implement eventstore.MultiAppender: EventStoreDB appends to one stream at
+// a time.
 //
 // Where EventStoreDB differs from the embedded store (the conformance
 // suite's Features say so):
@@ -30,7 +31,9 @@
 // waits on other streams' events would time out, and the watchdog would
 // see a head it never reaches. Filtering here, every event moves the
 // checkpoint, at the price of every subscription receiving the whole log.
-// Events of system streams ("$...") are skipped.
+// Events of system streams ("$...") are skipped, and so are the tombstones
+// EventStoreDB writes to $all; the events a tombstoned stream held are
+// not: $all delivers them until a scavenge removes them.
 package esdb
 
 import (
@@ -278,8 +281,50 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from eventstore.R
 		return nil, fmt.Errorf("esdb: read %q: %w", stream, ctx.Err())
 	case notFound(err):
 		return nil, fmt.Errorf("esdb: read %q: %w", stream, eventstore.ErrStreamNotFound)
+	case streamDeleted(err):
+		return nil, fmt.Errorf("esdb: read %q: %w", stream, eventstore.ErrStreamDeleted)
 	}
 	return nil, fmt.Errorf("esdb: read %q: %w", stream, classify(err))
+}
+
+// Tombstone implements eventstore.Tombstoner with EventStoreDB's hard
+// delete, expecting any revision. The server answers once the tombstone is
+// committed, so it is durable on return. A stream tombstoned before makes
+// the server answer "stream deleted", which is the no-op the port asks
+// for.
+//
+// The stream's events stay in EventStoreDB's chunk files, and in what $all
+// delivers, until an operator runs a scavenge; the tombstone itself stays
+// for good (as a "$streamDeleted" event of the stream, which
+// subscriptions skip).
+func (s *Store) Tombstone(ctx context.Context, stream string) error {
+	if s.isClosed() {
+		return fmt.Errorf("esdb: tombstone: %w", eventstore.ErrClosed)
+	}
+	if err := eventstore.ValidateStreamName(stream); err != nil {
+		return err
+	}
+	err := s.conn.do(ctx, func(c *client.Client) error {
+		_, err := c.TombstoneStream(ctx, stream, client.TombstoneStreamOptions{ExpectedRevision: client.Any{}})
+		return err
+	})
+	switch {
+	case err == nil, streamDeleted(err):
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("esdb: tombstone %q: %w", stream, ctx.Err())
+	}
+	return fmt.Errorf("esdb: tombstone %q: %w", stream, classify(err))
+}
+
+// tombstoneRevision is the revision EventStoreDB gives the tombstone of a
+// stream (its EventNumber.DeletedStream, 2^63-1).
+const tombstoneRevision = math.MaxInt64
+
+// isTombstone reports whether r is the event EventStoreDB writes to $all
+// when it tombstones a stream: not an event anyone appended.
+func isTombstone(r *client.RecordedEvent) bool {
+	return r.EventType == "$streamDeleted" && r.EventNumber == tombstoneRevision
 }
 
 // Head implements eventstore.HeadReader: the position of the newest event

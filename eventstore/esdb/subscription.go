@@ -235,7 +235,7 @@ func (sub *subscription) take(b *eventstore.Batch, m message) {
 			return // never repeat or go back, whatever the server sends
 		}
 		sub.last = pos
-		if !strings.HasPrefix(e.StreamID, "$") && sub.filter.Match(e.StreamID, e.EventType) {
+		if !strings.HasPrefix(e.StreamID, "$") && !isTombstone(e) && sub.filter.Match(e.StreamID, e.EventType) {
 			b.Events = append(b.Events, recorded(e))
 		}
 	case m.caughtUp:

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -9,16 +10,27 @@ import (
 )
 
 // eventLog is the data of a store, shared by a store and those Reopen makes
-// of it. Recorded events are never modified once appended, so readers may
-// keep slices of the log after they release the lock; appends only add
-// entries after its end.
+// of it. Readers may keep slices of the log after they release the lock, so
+// an entry a reader may hold is never written again: appends only add
+// entries after the end, and Tombstone replaces the chunks it changes with
+// copies (copy on write) rather than changing them in place.
 type eventLog struct {
-	mu      sync.RWMutex
-	events  []eventstore.RecordedEvent      // the event at position p is events[p-1]
-	streams map[string][]uint64             // stream -> positions of its events, by revision
-	ids     map[eventstore.EventID]storedID // every stored event id
-	wake    chan struct{}                   // closed and replaced on every append
+	mu sync.RWMutex
+	// chunks hold the log, chunkSize entries each (the last one fewer): the
+	// event at position p is chunks[(p-1)/chunkSize][(p-1)%chunkSize]. An
+	// entry whose Stream is "" is an event of a tombstoned stream, of
+	// which only the position is left.
+	chunks     [][]eventstore.RecordedEvent
+	n          uint64                          // events in the log (the head)
+	streams    map[string][]uint64             // stream -> positions of its events, by revision
+	tombstoned map[string]struct{}             // streams deleted for good
+	ids        map[eventstore.EventID]storedID // every stored event id, tombstoned ones included
+	wake       chan struct{}                   // closed and replaced on every append
 }
+
+// chunkSize is the number of log entries per chunk: what Tombstone copies
+// for each chunk that holds an event of the stream.
+const chunkSize = 1 << 12
 
 // storedID is where an event id is stored.
 type storedID struct {
@@ -29,16 +41,22 @@ type storedID struct {
 
 func newEventLog() *eventLog {
 	return &eventLog{
-		streams: map[string][]uint64{},
-		ids:     map[eventstore.EventID]storedID{},
-		wake:    make(chan struct{}),
+		streams:    map[string][]uint64{},
+		tombstoned: map[string]struct{}{},
+		ids:        map[eventstore.EventID]storedID{},
+		wake:       make(chan struct{}),
 	}
+}
+
+// at returns the entry at position p (1 <= p <= n). The caller holds mu.
+func (l *eventLog) at(p uint64) *eventstore.RecordedEvent {
+	return &l.chunks[(p-1)/chunkSize][(p-1)%chunkSize]
 }
 
 func (l *eventLog) head() eventstore.Position {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return position(uint64(len(l.events)))
+	return position(l.n)
 }
 
 // watch returns the head and a channel closed on the next append. Waiters
@@ -47,34 +65,42 @@ func (l *eventLog) head() eventstore.Position {
 func (l *eventLog) watch() (uint64, <-chan struct{}) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return uint64(len(l.events)), l.wake
+	return l.n, l.wake
 }
 
-// window returns the events after position after, at most n of them, as a
-// slice the caller may keep but not extend.
+// window returns the entries after position after, at most n of them and
+// none past the end of the chunk that holds the first, as a slice the
+// caller may keep but not extend. Entries of tombstoned streams are among
+// them (see eventLog).
 func (l *eventLog) window(after uint64, n int) []eventstore.RecordedEvent {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if after >= uint64(len(l.events)) {
+	if after >= l.n {
 		return nil
 	}
-	to := min(uint64(len(l.events)), after+uint64(n))
+	chunk := l.chunks[after/chunkSize]
+	from := after % chunkSize
+	to := min(uint64(len(chunk)), from+uint64(n))
 	// The capacity ends at to: appending to the window must never write
 	// into the log's array after it.
-	return l.events[after:to:to]
+	return chunk[from:to:to]
 }
 
 // readStream returns copies of up to max events (all when max <= 0) of
-// stream from revision start on, and whether the stream exists.
-func (l *eventLog) readStream(stream string, start uint64, max int) ([]eventstore.RecordedEvent, bool) {
+// stream from revision start on. It fails with ErrStreamNotFound or
+// ErrStreamDeleted.
+func (l *eventLog) readStream(stream string, start uint64, max int) ([]eventstore.RecordedEvent, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	positions, ok := l.streams[stream]
 	if !ok {
-		return nil, false
+		if _, gone := l.tombstoned[stream]; gone {
+			return nil, eventstore.ErrStreamDeleted
+		}
+		return nil, eventstore.ErrStreamNotFound
 	}
 	if start >= uint64(len(positions)) {
-		return nil, true
+		return nil, nil
 	}
 	positions = positions[start:]
 	if max > 0 && len(positions) > max {
@@ -82,7 +108,7 @@ func (l *eventLog) readStream(stream string, start uint64, max int) ([]eventstor
 	}
 	size := 0
 	for _, p := range positions {
-		e := &l.events[p-1]
+		e := l.at(p)
 		size += len(e.Data) + len(e.Metadata)
 	}
 	// One buffer for all payloads, each capped so that appending to one
@@ -90,7 +116,7 @@ func (l *eventLog) readStream(stream string, start uint64, max int) ([]eventstor
 	buf := make([]byte, 0, size)
 	out := make([]eventstore.RecordedEvent, len(positions))
 	for i, p := range positions {
-		e := l.events[p-1]
+		e := *l.at(p)
 		if len(e.Data) > 0 {
 			buf = append(buf, e.Data...)
 			e.Data = buf[len(buf)-len(e.Data) : len(buf) : len(buf)]
@@ -101,13 +127,15 @@ func (l *eventLog) readStream(stream string, start uint64, max int) ([]eventstor
 		}
 		out[i] = e
 	}
-	return out, true
+	return out, nil
 }
 
 // append checks every part against the log and stores all of them or none:
 // a repeat of stored events is answered with where they are, as the port
 // documents. wrote tells which of the two it was. It fails with ErrClosed
-// once closing is closed.
+// once closing is closed, and with ErrStreamDeleted when a part is for a
+// tombstoned stream, before anything else is looked at: not even a retry
+// of what the stream held is answered.
 func (l *eventLog) append(closing <-chan struct{}, parts []eventstore.StreamAppend, results []eventstore.AppendResult, now time.Time) (wrote bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -115,6 +143,11 @@ func (l *eventLog) append(closing <-chan struct{}, parts []eventstore.StreamAppe
 	case <-closing:
 		return false, fmt.Errorf("memory: append: %w", eventstore.ErrClosed)
 	default:
+	}
+	for _, p := range parts {
+		if _, gone := l.tombstoned[p.Stream]; gone {
+			return false, fmt.Errorf("memory: append to %q: %w", p.Stream, eventstore.ErrStreamDeleted)
+		}
 	}
 	if done, err := l.retried(parts, results); done || err != nil {
 		return false, err
@@ -219,7 +252,7 @@ func (l *eventLog) firstRevision(p eventstore.StreamAppend) (uint64, error) {
 func (l *eventLog) write(p eventstore.StreamAppend, rev uint64, created time.Time) eventstore.AppendResult {
 	positions := l.streams[p.Stream]
 	for _, e := range p.Events {
-		pos := uint64(len(l.events)) + 1
+		pos := l.n + 1
 		r := eventstore.RecordedEvent{
 			ID: e.ID, Stream: p.Stream, Revision: rev, Position: position(pos),
 			Type: e.Type, Created: created,
@@ -230,13 +263,50 @@ func (l *eventLog) write(p eventstore.StreamAppend, rev uint64, created time.Tim
 		if len(e.Metadata) > 0 {
 			r.Metadata = append(make([]byte, 0, len(e.Metadata)), e.Metadata...)
 		}
-		l.events = append(l.events, r)
+		last := len(l.chunks) - 1
+		if last < 0 || len(l.chunks[last]) == chunkSize {
+			l.chunks = append(l.chunks, nil)
+			last++
+		}
+		l.chunks[last] = append(l.chunks[last], r)
+		l.n = pos
 		positions = append(positions, pos)
 		l.ids[e.ID] = storedID{stream: p.Stream, rev: rev, pos: pos}
 		rev++
 	}
 	l.streams[p.Stream] = positions
-	return eventstore.AppendResult{NextExpected: rev - 1, Position: position(uint64(len(l.events)))}
+	return eventstore.AppendResult{NextExpected: rev - 1, Position: position(l.n)}
+}
+
+// tombstone deletes stream for good: its name is refused from now on, and
+// its events are dropped from the log, payloads and all, leaving only
+// their positions (so positions, the head and checkpoints stay as they
+// were). Their ids stay taken. It fails with ErrClosed once closing is
+// closed.
+func (l *eventLog) tombstone(closing <-chan struct{}, stream string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-closing:
+		return fmt.Errorf("memory: tombstone: %w", eventstore.ErrClosed)
+	default:
+	}
+	if _, gone := l.tombstoned[stream]; gone {
+		return nil
+	}
+	copied := map[uint64]bool{}
+	for _, p := range l.streams[stream] {
+		c := (p - 1) / chunkSize
+		if !copied[c] {
+			// Readers may hold slices of the chunk: write a copy.
+			l.chunks[c] = slices.Clone(l.chunks[c])
+			copied[c] = true
+		}
+		*l.at(p) = eventstore.RecordedEvent{Position: position(p)}
+	}
+	delete(l.streams, stream)
+	l.tombstoned[stream] = struct{}{}
+	return nil
 }
 
 // position is the dense position of sequence number n.

@@ -5,11 +5,12 @@
 // and passes the same conformance suite (eventstore/storetest): atomic
 // appends with expected revisions, caller-supplied event ids with the
 // port's retry and duplicate rules, dense positions 1, 2, 3, ... (Commit ==
-// Prepare), catch-up-then-live subscriptions, eventstore.MultiAppender and
-// eventstore.HeadReader. "Durable" here means held for as long as the
-// store's data lives: an appended event stays until the process ends, and
-// Reopen hands the same data to a new Store, as restarting a process on a
-// durable backend would.
+// Prepare), catch-up-then-live subscriptions, eventstore.MultiAppender,
+// eventstore.HeadReader and eventstore.Tombstoner. "Durable" here means
+// held for as long as the store's data lives: an appended event stays
+// until the process ends (or its stream is tombstoned), and Reopen hands
+// the same data to a new Store, as restarting a process on a durable
+// backend would.
 package memory
 
 import (
@@ -23,8 +24,8 @@ import (
 )
 
 // Store is the in-memory backend. It implements eventstore.Store,
-// eventstore.MultiAppender and eventstore.HeadReader. Safe for concurrent
-// use.
+// eventstore.MultiAppender, eventstore.HeadReader and
+// eventstore.Tombstoner. Safe for concurrent use.
 type Store struct {
 	log     *eventLog
 	closing chan struct{}
@@ -134,9 +135,24 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from eventstore.R
 	if s.closed() {
 		return nil, fmt.Errorf("memory: read %q: %w", stream, eventstore.ErrClosed)
 	}
-	events, exists := s.log.readStream(stream, start, max)
-	if !exists {
-		return nil, fmt.Errorf("memory: read %q: %w", stream, eventstore.ErrStreamNotFound)
+	events, err := s.log.readStream(stream, start, max)
+	if err != nil {
+		return nil, fmt.Errorf("memory: read %q: %w", stream, err)
 	}
 	return events, nil
+}
+
+// Tombstone implements eventstore.Tombstoner. The stream's events leave
+// the store at once: their entries in the log keep only their positions,
+// so that positions and checkpoints stay as they were, and subscriptions
+// skip them (as EventStoreDB's $all after a scavenge). Their event ids stay
+// taken. What a subscriber or reader already received stays with it.
+func (s *Store) Tombstone(ctx context.Context, stream string) error {
+	if err := eventstore.ValidateStreamName(stream); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.log.tombstone(s.closing, stream)
 }

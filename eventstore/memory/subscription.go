@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"tvsm/eventstore"
@@ -97,26 +98,41 @@ func (sub *subscription) Recv(ctx context.Context) (eventstore.Batch, error) {
 
 // scan takes the events after sub.after that the filter selects, up to the
 // head, maxBatchEvents of them or maxScan looked at, and moves sub.after to
-// the last one it looked at. Without a filter the batch is a slice of the
-// log itself, as eventstore.Batch allows.
+// the last one it looked at. Entries of tombstoned streams are skipped as
+// a filter skips events. Without a filter the batch is a slice of the log
+// itself when it can be, as eventstore.Batch allows: one chunk's window
+// without tombstoned entries.
 func (sub *subscription) scan() eventstore.Batch {
 	if !sub.filtered {
-		events := sub.s.log.window(sub.after, maxBatchEvents)
-		sub.after += uint64(len(events))
+		window := sub.s.log.window(sub.after, maxBatchEvents)
+		sub.after += uint64(len(window))
+		events := window
+		if slices.ContainsFunc(window, removed) {
+			events = slices.DeleteFunc(slices.Clone(window), removed)
+		}
 		return eventstore.Batch{Events: events, Checkpoint: position(sub.after)}
 	}
-	window := sub.s.log.window(sub.after, maxScan)
 	var events []eventstore.RecordedEvent
-	for i := range window {
-		e := &window[i]
-		sub.after = e.Position.Commit
-		if !sub.filter.Match(e.Stream, e.Type) {
-			continue
-		}
-		events = append(events, *e)
-		if len(events) == maxBatchEvents {
+	for looked := 0; looked < maxScan && len(events) < maxBatchEvents; {
+		window := sub.s.log.window(sub.after, maxScan-looked)
+		if len(window) == 0 {
 			break
+		}
+		for i := range window {
+			e := &window[i]
+			sub.after = e.Position.Commit
+			looked++
+			if removed(*e) || !sub.filter.Match(e.Stream, e.Type) {
+				continue
+			}
+			events = append(events, *e)
+			if len(events) == maxBatchEvents {
+				break
+			}
 		}
 	}
 	return eventstore.Batch{Events: events, Checkpoint: position(sub.after)}
 }
+
+// removed reports whether a log entry is what a tombstone left of an event.
+func removed(e eventstore.RecordedEvent) bool { return e.Stream == "" }

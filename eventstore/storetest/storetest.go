@@ -92,6 +92,7 @@ func Run(t *testing.T, newStore Factory, f Features) {
 		{"Filter", filterTests},
 		{"SubscriptionLifecycle", lifecycleTests},
 		{"Reopen", reopenTests},
+		{"Tombstone", tombstoneTests},
 	}
 	if f.MultiAppend {
 		groups = append(groups, group{"MultiAppend", multiAppendTests(f)})

@@ -30,6 +30,9 @@ type appendResult struct {
 	empty bool
 	// wait is the count of events that must be durable before answering.
 	wait int
+	// deleted: refused because the stream is tombstoned (or, for some
+	// expectations, soft-deleted), answered with a stream-deleted error.
+	deleted bool
 }
 
 // decide checks an append of evs to stream with expectation exp and, if
@@ -51,13 +54,27 @@ type appendResult struct {
 //   - Equal: the events are appended, whatever their ids (an id may occur
 //     twice in a stream, and in any number of streams).
 //
+// Before all that, a tombstoned stream refuses every append as deleted.
+// A soft-deleted stream refuses StreamExists as deleted, takes NoStream as
+// its current revision (unless the append repeats the stream's first
+// events), and is recreated by the append: its revisions go on, and a new
+// metadata event makes reads start at the first appended event.
+//
 // The caller holds l.mu.
 func (l *eventLog) decide(stream string, exp expectation, evs []*event) (appendResult, error) {
+	if i, gone := l.tombstones[stream]; gone {
+		return appendResult{deleted: true, wait: i + 1}, nil
+	}
 	idx := l.streams[stream]
 	cur := int64(len(idx)) - 1
+	tb, metaAt := l.truncateBefore(stream, len(l.events))
+	soft := tb == deletedStream
 	wrong := appendResult{wrong: true, current: cur}
 	switch exp.kind {
 	case expectStreamExists:
+		if soft {
+			return appendResult{deleted: true, wait: metaAt + 1}, nil
+		}
 		if cur < 0 {
 			return wrong, nil
 		}
@@ -67,13 +84,13 @@ func (l *eventLog) decide(stream string, exp expectation, evs []*event) (appendR
 			info, ok := l.recent.get(e.id)
 			if !ok || info.stream != stream {
 				if i == 0 {
-					return l.commit(stream, cur, evs)
+					return l.commit(stream, cur, evs, soft)
 				}
 				return wrong, nil
 			}
 		}
 		if len(evs) == 0 {
-			return l.commit(stream, cur, evs)
+			return l.commit(stream, cur, evs, soft)
 		}
 		last, _ := l.recent.get(evs[len(evs)-1].id)
 		return l.repeat(idx, last.rev), nil
@@ -86,7 +103,7 @@ func (l *eventLog) decide(stream string, exp expectation, evs []*event) (appendR
 	case expected > cur:
 		return wrong, nil
 	case expected == cur:
-		return l.commit(stream, cur, evs)
+		return l.commit(stream, cur, evs, soft)
 	}
 	if len(evs) == 0 {
 		return wrong, nil
@@ -94,6 +111,9 @@ func (l *eventLog) decide(stream string, exp expectation, evs []*event) (appendR
 	for i, e := range evs {
 		rev := expected + 1 + int64(i)
 		if rev > cur || l.events[idx[rev]].id != e.id {
+			if i == 0 && exp.kind == expectNoStream && soft {
+				return l.commit(stream, cur, evs, true)
+			}
 			return wrong, nil
 		}
 	}
@@ -107,8 +127,10 @@ func (l *eventLog) repeat(idx []int, rev uint64) appendResult {
 	return appendResult{rev: rev, pos: l.events[i].pos, wait: i + 1}
 }
 
-// commit writes evs after the stream's current revision cur.
-func (l *eventLog) commit(stream string, cur int64, evs []*event) (appendResult, error) {
+// commit writes evs after the stream's current revision cur; recreate
+// (the stream is soft-deleted) also writes the metadata that makes its
+// reads start at the first of them.
+func (l *eventLog) commit(stream string, cur int64, evs []*event, recreate bool) (appendResult, error) {
 	if len(evs) == 0 {
 		res := appendResult{empty: true, current: cur, wait: l.durable}
 		if cur >= 0 {
@@ -120,7 +142,11 @@ func (l *eventLog) commit(stream string, cur int64, evs []*event) (appendResult,
 		e.stream = stream
 		e.rev = uint64(cur + 1 + int64(i))
 	}
-	n, err := l.write(evs)
+	written := evs
+	if recreate {
+		written = append(evs[:len(evs):len(evs)], l.metadataEvent(stream, cur+1, evs[0].created))
+	}
+	n, err := l.write(written)
 	if err != nil {
 		return appendResult{}, err
 	}

@@ -3,7 +3,8 @@
 // EventStore-Client-Go uses, on the server interfaces generated from the
 // protocol files that the client module ships. It is not EventStoreDB and
 // not a database to run anything on: one process, no cluster, no
-// projections, no authentication, no deletes, no persistent subscriptions.
+// projections, no authentication, no scavenge, no persistent
+// subscriptions.
 // What it does implement, it implements no more forgivingly than
 // EventStoreDB, so that code passing its tests does not rely on anything a
 // real server would refuse:
@@ -43,6 +44,21 @@
 //     checkpointIntervalMultiplier × maxSearchWindow events looked at
 //     (https://developers.eventstore.com/clients/grpc/subscriptions.html#server-side-filtering),
 //     unfiltered ones none.
+//   - Deletes, soft and hard, with an expected revision checked as for
+//     an append (https://developers.eventstore.com/clients/grpc/deleting-events.html).
+//     A tombstoned (hard-deleted) stream can never be read or written
+//     again: reads, appends and deletes of it fail with FailedPrecondition
+//     and the "exception: stream-deleted" trailer, which the client turns
+//     into its StreamDeleted error; tombstoning it again fails so too. The
+//     tombstone is an event of type "$streamDeleted" at revision 2^63-1 in
+//     $all. A soft-deleted stream reads as not found; an append recreates
+//     it, its revisions going on, and it then reads from the first new
+//     one; an append expecting StreamExists fails as deleted, one
+//     expecting NoStream is taken. A soft delete is a "$metadata" event of
+//     "$$<stream>" whose "$tb" is 2^63-1, and a soft delete of a stream
+//     that never had events fails with a wrong expected version. Deleted
+//     events stay in $all: EventStoreDB removes them only in a scavenge,
+//     which the double does not run.
 //   - ServerFeatures is not served: the client gets Unimplemented and
 //     treats the double as a server without it.
 //
@@ -51,5 +67,6 @@
 // only what is on disk, and a record cut short by a crash is cut off when
 // the double starts again. So a test can kill the double (or its process:
 // `tvsm esdb-double`) and start it again on the same directory, and every
-// acknowledged event is there.
+// acknowledged event is there. Deletes are records of the same log,
+// acknowledged the same way, and hold after a restart.
 package esdbdouble

@@ -29,11 +29,16 @@ type eventLog struct {
 	file    *os.File
 	size    uint64           // bytes written to the file
 	events  []*event         // in log order: written ones, the durable prefix first
-	streams map[string][]int // stream -> indexes in events, by revision
+	streams map[string][]int // stream -> indexes in events, by revision (tombstones left out)
 	recent  *idCache         // event ids of recent appends, for expected revision Any
 	durable int              // events[:durable] are on disk
 	wake    chan struct{}    // closed and replaced when durable moves
 	failed  error            // a write or fsync failed: the log accepts nothing more
+
+	// tombstones: stream -> index in events of its tombstone (see
+	// delete.go). A soft delete is an event of the stream's metadata
+	// stream, indexed as any other.
+	tombstones map[string]int
 
 	syncMu    sync.Mutex    // one fsync at a time
 	syncDelay time.Duration // tests: the least an append's fsync takes (Options.SyncDelay)
@@ -52,7 +57,10 @@ func openLog(dir string, recentIDs int) (*eventLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &eventLog{file: f, streams: map[string][]int{}, recent: newIDCache(recentIDs), wake: make(chan struct{})}
+	l := &eventLog{
+		file: f, streams: map[string][]int{}, tombstones: map[string]int{},
+		recent: newIDCache(recentIDs), wake: make(chan struct{}),
+	}
 	if err := l.replay(path); err != nil {
 		f.Close()
 		return nil, err
@@ -93,11 +101,9 @@ func (l *eventLog) replay(path string) error {
 		if err != nil {
 			return fmt.Errorf("esdbdouble: %s: %w", path, err)
 		}
-		if want := uint64(len(l.streams[e.stream])); e.rev != want {
-			return fmt.Errorf("esdbdouble: %s: %w: event at %d has revision %d of %q, want %d", path, errCorrupt, off, e.rev, e.stream, want)
+		if err := l.index(e); err != nil {
+			return fmt.Errorf("esdbdouble: %s: %w", path, err)
 		}
-		l.streams[e.stream] = append(l.streams[e.stream], len(l.events))
-		l.events = append(l.events, e)
 		off += n
 	}
 	if off < len(b) {
@@ -147,10 +153,33 @@ func (l *eventLog) write(evs []*event) (int, error) {
 	}
 	l.size += uint64(len(buf))
 	for _, e := range evs {
-		l.streams[e.stream] = append(l.streams[e.stream], len(l.events))
-		l.events = append(l.events, e)
+		if err := l.index(e); err != nil {
+			// The decision let through what the log cannot hold: a bug.
+			l.failed = err
+			return 0, err
+		}
 	}
 	return len(l.events), nil
+}
+
+// index adds e to the end of the log and to its indexes: a tombstone to
+// tombstones, any other event to its stream's. It fails when e does not
+// follow its stream: a revision out of turn, or anything after the
+// stream's tombstone.
+func (l *eventLog) index(e *event) error {
+	if _, gone := l.tombstones[e.stream]; gone {
+		return fmt.Errorf("%w: event at %d follows the tombstone of %q", errCorrupt, e.pos, e.stream)
+	}
+	if e.isTombstone() {
+		l.tombstones[e.stream] = len(l.events)
+	} else {
+		if want := uint64(len(l.streams[e.stream])); e.rev != want {
+			return fmt.Errorf("%w: event at %d has revision %d of %q, want %d", errCorrupt, e.pos, e.rev, e.stream, want)
+		}
+		l.streams[e.stream] = append(l.streams[e.stream], len(l.events))
+	}
+	l.events = append(l.events, e)
+	return nil
 }
 
 // waitDurable returns once events[:n] are on disk, fsyncing if no one
@@ -215,6 +244,36 @@ func (l *eventLog) durableStream(stream string) []int {
 	idx := l.streams[stream]
 	n := sort.SearchInts(idx, l.durable)
 	return idx[:n:n]
+}
+
+// durableTombstone reports whether stream's tombstone is on disk.
+func (l *eventLog) durableTombstone(stream string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i, ok := l.tombstones[stream]
+	return ok && i < l.durable
+}
+
+// durableTruncateBefore is truncateBefore of stream as on disk.
+func (l *eventLog) durableTruncateBefore(stream string) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	tb, _ := l.truncateBefore(stream, l.durable)
+	return tb
+}
+
+// truncateBefore returns the "$tb" of the last metadata event of stream
+// among events[:n] (0 when there is none), and that event's index (-1).
+// Reads of the stream start at that revision; deletedStream means
+// soft-deleted. The caller holds mu.
+func (l *eventLog) truncateBefore(stream string, n int) (int64, int) {
+	idx := l.streams[metastream(stream)]
+	k := sort.SearchInts(idx, n)
+	if k == 0 {
+		return 0, -1
+	}
+	i := idx[k-1]
+	return truncateBeforeOf(l.events[i].data), i
 }
 
 // event returns the event at index i (which the caller knows exists).

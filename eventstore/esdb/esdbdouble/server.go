@@ -198,6 +198,9 @@ func (st *streams) Append(call api.Streams_AppendServer) error {
 	if err := l.waitDurable(res.wait); err != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}
+	if res.deleted {
+		return streamDeletedError(call.SetTrailer, stream)
+	}
 	ok := &api.AppendResp_Success{}
 	if res.empty && res.current < 0 {
 		ok.CurrentRevisionOption = &api.AppendResp_Success_NoStream{NoStream: &shared.Empty{}}
@@ -367,18 +370,27 @@ type reader struct {
 	idsAsStrings bool
 }
 
+// readStream reads a stream as EventStoreDB does, deletes included: a
+// tombstoned stream fails with stream deleted, a soft-deleted one reads as
+// not found, and one recreated after a soft delete reads from its first
+// revision after the delete.
 func (r *reader) readStream(o *api.ReadReq_Options_StreamOptions, backwards bool, count uint64) error {
 	stream := string(o.GetStreamIdentifier().GetStreamName())
 	if stream == "" {
 		return status.Error(codes.InvalidArgument, "empty stream name")
 	}
 	l := r.s.log
+	if l.durableTombstone(stream) {
+		return streamDeletedError(r.call.SetTrailer, stream)
+	}
+	tb := l.durableTruncateBefore(stream)
 	idx := l.durableStream(stream)
-	if len(idx) == 0 {
+	if len(idx) == 0 || tb == deletedStream {
 		return r.call.Send(&api.ReadResp{Content: &api.ReadResp_StreamNotFound_{StreamNotFound: &api.ReadResp_StreamNotFound{
 			StreamIdentifier: &shared.StreamIdentifier{StreamName: []byte(stream)},
 		}}})
 	}
+	first := uint64(max(tb, 0)) // the first revision reads show
 	last := uint64(len(idx) - 1)
 	var from uint64
 	switch v := o.GetRevisionOption().(type) {
@@ -395,14 +407,14 @@ func (r *reader) readStream(o *api.ReadReq_Options_StreamOptions, backwards bool
 		return status.Error(codes.InvalidArgument, "stream read without a revision option")
 	}
 	if backwards {
-		for rev, sent := int64(min(from, last)), uint64(0); rev >= 0 && sent < count; rev, sent = rev-1, sent+1 {
+		for rev, sent := int64(min(from, last)), uint64(0); rev >= int64(first) && sent < count; rev, sent = rev-1, sent+1 {
 			if err := r.send(l.event(idx[rev])); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	for rev, sent := from, uint64(0); rev <= last && sent < count; rev, sent = rev+1, sent+1 {
+	for rev, sent := max(from, first), uint64(0); rev <= last && sent < count; rev, sent = rev+1, sent+1 {
 		if err := r.send(l.event(idx[rev])); err != nil {
 			return err
 		}
