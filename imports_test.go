@@ -29,7 +29,7 @@ var layers = []struct {
 	{"domain and platform leaves", []string{"domain/...", "internal/platform/logging/...", "internal/platform/indexheap/...", "internal/platform/supervise/..."}},
 	{"platform", []string{"internal/platform/..."}},
 	{"event store port", []string{"eventstore"}},
-	{"event store backends and recording", []string{"eventstore/record/...", "eventstore/embedded/...", "eventstore/memory/...", "eventstore/esdb/...", "eventstore/storetest/..."}},
+	{"event store backends and recording", []string{"eventstore/record/...", "eventstore/embedded/...", "eventstore/memory/...", "eventstore/esdb/...", "eventstore/storetest/...", "eventstore/sealed/..."}},
 	{"projection runner, adapters, websocket hub", []string{"projections", "internal/adapters/...", "wsgateway"}},
 	{"projections, dispatcher, executor", []string{"projections/readmodel/...", "projections/stats/...", "wsgateway/dispatch/...", "internal/app"}},
 	{"queries", []string{"internal/app/query/..."}},

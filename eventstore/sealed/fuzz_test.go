@@ -1,0 +1,83 @@
+package sealed
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"tvsm/domain"
+)
+
+// FuzzMembers checks the member scanner against encoding/json: on every
+// valid JSON object it finds exactly the members json.Unmarshal sees, and
+// on any input it never panics.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"a":"x\"}","b":[1,{"c":"]"}],"d":null}`, ` { "a" : true } `, `{"a":`, `[1]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ms, err := members(data, nil)
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) != nil || !bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{")) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("valid object %q: %v", data, err)
+		}
+		for _, m := range ms {
+			var key string
+			if err := json.Unmarshal(data[m.keyStart-1:m.keyEnd+1], &key); err != nil {
+				t.Fatalf("key %q: %v", data[m.keyStart-1:m.keyEnd+1], err)
+			}
+			if _, ok := obj[key]; !ok {
+				t.Fatalf("member %q not in %q", key, data)
+			}
+			if !json.Valid(data[m.valStart:m.end]) {
+				t.Fatalf("value %q of %q is not a JSON value", data[m.valStart:m.end], key)
+			}
+		}
+	})
+}
+
+// FuzzOpen feeds stored data of any form to open: it returns data or an
+// error, never panics, and what it returns for sealed data holds no
+// "$sealed" member.
+func FuzzOpen(f *testing.F) {
+	ring := NewKeyring(newMemKeys(), mustMaster(f))
+	reg := domain.NewRegistry()
+	domain.RegisterEvents(reg)
+	typ, data, _ := reg.Encode(domain.AccountCreated{AccountID: 7, Provider: 1, Login: "a", Fullname: "b"})
+	sealedData, err := ring.seal(context.Background(), "account-7", typ, data)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(sealedData, uint8(0))
+	f.Add(data, uint8(0))
+	f.Add([]byte(`{"account_id":7,"login":"sealed","$sealed":"v1:AAAA"}`), uint8(0))
+	f.Add([]byte(`{"$sealed":"v1:","account_id":1}`), uint8(1))
+	types := []string{domain.AccountCreatedType, domain.DeviceConnectedType, domain.AccountNetworkChangedType, domain.ProviderCreatedType}
+	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
+		typ := types[int(which)%len(types)]
+		out, _, err := ring.open(context.Background(), "account-7", typ, data)
+		if err == nil && !same(out, data) {
+			if ms, err := members(out, nil); err != nil {
+				t.Fatalf("opened data is no object: %q", out)
+			} else {
+				for _, m := range ms {
+					if string(out[m.keyStart:m.keyEnd]) == sealedKey {
+						t.Fatalf("opened data still sealed: %q", out)
+					}
+				}
+			}
+		}
+	})
+}
+
+func mustMaster(tb testing.TB) *MasterKey {
+	m, err := NewMasterKey(bytes.Repeat([]byte{3}, 32))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}

@@ -1,0 +1,209 @@
+package sealed
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"tvsm/domain"
+	"tvsm/eventstore"
+)
+
+// Store is an event store whose events' personal values are sealed on
+// their way in and opened on their way out: the one place encryption
+// happens. Everything above it (the recorder, folds, projections, history)
+// sees plain events, and an erased subject's values as
+// domain.ErasedValue; everything below it (the backend's files, its
+// copies and backups) holds ciphertext only.
+type Store struct {
+	inner eventstore.Store
+	keys  *Keyring
+}
+
+// headStore is a store that reports its head, as every backend does.
+type headStore interface {
+	eventstore.Store
+	eventstore.HeadReader
+}
+
+// Wrap returns inner sealed with keys. The result keeps inner's head and,
+// when inner has it, its multi-stream append.
+func Wrap(inner eventstore.Store, keys *Keyring) eventstore.Store {
+	s := &Store{inner: inner, keys: keys}
+	hs, head := inner.(headStore)
+	multi, isMulti := inner.(eventstore.MultiAppender)
+	switch {
+	case head && isMulti:
+		return &multiHeadStore{headOf{s, hs}, multi}
+	case head:
+		return &headOf{s, hs}
+	case isMulti:
+		return &multiStore{s, multi}
+	}
+	return s
+}
+
+type headOf struct {
+	*Store
+	hs headStore
+}
+
+func (s *headOf) Head(ctx context.Context) (eventstore.Position, error) { return s.hs.Head(ctx) }
+
+type multiStore struct {
+	*Store
+	multi eventstore.MultiAppender
+}
+
+func (s *multiStore) AppendMulti(ctx context.Context, parts ...eventstore.StreamAppend) ([]eventstore.AppendResult, error) {
+	return s.appendMulti(ctx, s.multi, parts)
+}
+
+type multiHeadStore struct {
+	headOf
+	multi eventstore.MultiAppender
+}
+
+func (s *multiHeadStore) AppendMulti(ctx context.Context, parts ...eventstore.StreamAppend) ([]eventstore.AppendResult, error) {
+	return s.appendMulti(ctx, s.multi, parts)
+}
+
+// Keys is the keyring the store seals with.
+func (s *Store) Keys() *Keyring { return s.keys }
+
+// Append implements eventstore.Store.
+func (s *Store) Append(ctx context.Context, stream string, expect eventstore.Revision, events ...eventstore.EventData) (eventstore.AppendResult, error) {
+	sealed, err := s.sealAll(ctx, stream, events)
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	return s.inner.Append(ctx, stream, expect, sealed...)
+}
+
+func (s *Store) appendMulti(ctx context.Context, multi eventstore.MultiAppender, parts []eventstore.StreamAppend) ([]eventstore.AppendResult, error) {
+	out := make([]eventstore.StreamAppend, len(parts))
+	for i, p := range parts {
+		events, err := s.sealAll(ctx, p.Stream, p.Events)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+		out[i].Events = events
+	}
+	return multi.AppendMulti(ctx, out...)
+}
+
+// sealAll returns events with their personal values sealed, sharing the
+// caller's slice when none has any (the caller's events are never
+// changed: a retried append resends them).
+func (s *Store) sealAll(ctx context.Context, stream string, events []eventstore.EventData) ([]eventstore.EventData, error) {
+	out := events
+	for i, e := range events {
+		data, err := s.keys.seal(ctx, stream, e.Type, e.Data)
+		if err != nil {
+			return nil, err
+		}
+		if same(data, e.Data) {
+			continue
+		}
+		if &out[0] == &events[0] {
+			out = slices.Clone(events)
+		}
+		out[i].Data = data
+	}
+	return out, nil
+}
+
+// same reports whether b is a, not a copy: what seal and open return when
+// they change nothing.
+func same(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// ReadStream implements eventstore.Store.
+func (s *Store) ReadStream(ctx context.Context, stream string, from eventstore.Revision, max int) ([]eventstore.RecordedEvent, error) {
+	recs, err := s.inner.ReadStream(ctx, stream, from, max)
+	if err != nil {
+		return nil, err
+	}
+	return s.openAll(ctx, recs)
+}
+
+// SubscribeAll implements eventstore.Store.
+func (s *Store) SubscribeAll(ctx context.Context, after eventstore.Position, filter eventstore.Filter) (eventstore.Subscription, error) {
+	sub, err := s.inner.SubscribeAll(ctx, after, filter)
+	if err != nil {
+		return nil, err
+	}
+	return &subscription{Subscription: sub, s: s}, nil
+}
+
+type subscription struct {
+	eventstore.Subscription
+	s *Store
+}
+
+func (sub *subscription) Recv(ctx context.Context) (eventstore.Batch, error) {
+	b, err := sub.Subscription.Recv(ctx)
+	if err != nil {
+		return b, err
+	}
+	b.Events, err = sub.s.openAll(ctx, b.Events)
+	return b, err
+}
+
+// openAll returns recs with sealed values opened, copying the slice (not
+// the events' shared data) only when one was sealed. An erasure in recs
+// drops the subject's key from this node's cache: another node may have
+// erased it.
+func (s *Store) openAll(ctx context.Context, recs []eventstore.RecordedEvent) ([]eventstore.RecordedEvent, error) {
+	out := recs
+	for i := range recs {
+		rec := &recs[i]
+		if rec.Type == domain.AccountErasedType {
+			if id, ok := accountOf(rec.Stream); ok {
+				s.keys.Forget(id)
+			}
+			continue
+		}
+		data, _, err := s.keys.open(ctx, rec.Stream, rec.Type, rec.Data)
+		if err != nil {
+			return nil, &OpenError{Stream: rec.Stream, Revision: rec.Revision, Err: err}
+		}
+		if same(data, rec.Data) {
+			continue
+		}
+		if &out[0] == &recs[0] {
+			out = slices.Clone(recs)
+		}
+		out[i].Data = data
+	}
+	return out, nil
+}
+
+// accountOf returns the id of an account stream's account.
+func accountOf(stream string) (int64, bool) {
+	rest, ok := strings.CutPrefix(stream, "account-")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	return id, err == nil
+}
+
+// OpenError reports a stored event whose sealed values do not open: the
+// master key or the key store does not belong to this log, or the event
+// was altered. Erased subjects are not an error.
+type OpenError struct {
+	Stream   string
+	Revision uint64
+	Err      error
+}
+
+func (e *OpenError) Error() string {
+	return fmt.Sprintf("sealed: %s@%d: %v", e.Stream, e.Revision, e.Err)
+}
+
+func (e *OpenError) Unwrap() error { return e.Err }
