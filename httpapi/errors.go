@@ -157,7 +157,7 @@ func AsError(err error) *Error {
 		return wrapped(BadRequest(err.Error()), err)
 	case errors.Is(err, domain.ErrNotFound):
 		return wrapped(NotFound(err.Error()), err)
-	case errors.Is(err, domain.ErrAlreadyExists):
+	case errors.Is(err, domain.ErrAlreadyExists), errors.Is(err, domain.ErrStillSubscribed):
 		return wrapped(Conflict(err.Error()), err)
 	case errors.Is(err, domain.ErrDeviceLimit):
 		e := Forbidden(err.Error())

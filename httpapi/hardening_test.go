@@ -371,7 +371,7 @@ func TestBillingProxyRefusesInternalAddressesAtConnect(t *testing.T) {
 	allowing.super(t, http.MethodPut, fmt.Sprintf("/api/admin/providers/%d", allowing.provider), map[string]any{
 		"billing": map[string]any{"resolve": true, "url": bill.URL, "token": "tok"},
 	})
-	strict := nodetest.StartWith(t, nodetest.Options{Store: allowing.env.Store, Billing: node.BillingOptions{Enabled: true, AllowedNetworks: []netip.Prefix{}}})
+	strict := nodetest.StartWith(t, nodetest.Options{Share: allowing.env, Billing: node.BillingOptions{Enabled: true, AllowedNetworks: []netip.Prefix{}}})
 	strict.WaitApplied(t, head(t, allowing.env))
 	status, body := strict.Do(t, http.MethodPost, "/api/device/login", "", "", allowing.loginBody(allowing.login, "box", devPassword))
 	if status != http.StatusOK {

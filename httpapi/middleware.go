@@ -170,7 +170,8 @@ func requestLogMiddleware(logger *slog.Logger, accessLog bool) gin.HandlerFunc {
 			slog.Int("status", status),
 			slog.Duration("latency", latency),
 			slog.String("request_id", RequestID(ctx)),
-			slog.String("client_ip", clientIP(c)),
+			// No client address: an IP address is personal data, and a log
+			// line cannot be erased.
 			slog.Int("bytes", max(c.Writer.Size(), 0)),
 			{}, // the error, if any
 		}

@@ -104,10 +104,18 @@ type Idempotency interface {
 	Idempotent(ctx context.Context, req app.IdempotentRequest, do app.IdempotentFunc) (int, []byte, error)
 }
 
+// AccountEraser erases an account's personal data for good;
+// *command.Accounts implements it.
+type AccountEraser interface {
+	Erase(ctx context.Context, c app.Caller, id int64, force bool) error
+}
+
 // ProviderAPI is what the Provider API (/api/provider) needs.
 type ProviderAPI struct {
-	Accounts          Writes[query.AccountView, command.AccountInput]
-	AccountReads      AccountReads
+	Accounts     Writes[query.AccountView, command.AccountInput]
+	AccountReads AccountReads
+	// AccountErasure serves POST /accounts/{id}/erase; nil leaves it out.
+	AccountErasure    AccountEraser
 	Subscriptions     Writes[readmodel.Subscription, command.SubscriptionInput]
 	SubscriptionReads Reads[readmodel.Subscription, readmodel.SubscriptionQuery]
 	// DeviceSubscriptions are the devices' own subscriptions

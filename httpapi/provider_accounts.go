@@ -99,3 +99,27 @@ func (h *providerHandlers) accountHistory(c *gin.Context) {
 	}
 	providerJSON(c, gin.H{"data": data})
 }
+
+// eraseAccount answers {"id":N,"erased":true} once the account's personal
+// data can no longer be read (AccountEraser).
+func (h *providerHandlers) eraseAccount(c *gin.Context) {
+	id, err := providerPathID(c)
+	if err != nil {
+		WriteError(c, err)
+		return
+	}
+	force := false
+	if v, ok := c.GetQuery("force"); ok {
+		b, err := wire.ParseBool(v)
+		if err != nil {
+			WriteError(c, ValidationFailed(map[string]string{"force": "must be true or false"}))
+			return
+		}
+		force = b
+	}
+	if err := h.api.AccountErasure.Erase(c.Request.Context(), callerOf(c), id, force); err != nil {
+		WriteError(c, err)
+		return
+	}
+	providerJSON(c, gin.H{"id": id, "erased": true})
+}

@@ -18,6 +18,7 @@ import (
 //	PUT    /accounts/{id}              partial update (POST /accounts/{id} too)
 //	DELETE /accounts/{id}              delete; releases the login
 //	GET    /accounts/{id}/history      every change with actor, time and field diff
+//	POST   /accounts/{id}/erase        erase its personal data for good (force=true: even if subscribed)
 //	POST   /accounts/bulk              NDJSON records, created or updated by login; NDJSON results
 //	GET    /account_subscriptions      list (account, tarif, provider)
 //	POST   /account_subscriptions      create; with "id": partial update
@@ -49,6 +50,9 @@ func mountProvider(g *gin.RouterGroup, api ProviderAPI, idem Idempotency) {
 	h := &providerHandlers{api: api}
 	providerAccounts(api, idem).mount(g)
 	g.GET("/accounts/:id/history", h.accountHistory)
+	if api.AccountErasure != nil {
+		g.POST("/accounts/:id/erase", h.eraseAccount)
+	}
 	g.POST("/accounts/bulk", h.accountsBulk)
 	providerSubscriptions(api, idem).mount(g)
 	providerDeviceSubscriptions(api, idem).mount(g)

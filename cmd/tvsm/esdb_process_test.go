@@ -68,6 +68,9 @@ func startProcess(t *testing.T, name string, env []string, args ...string) *proc
 	return p
 }
 
+// testMasterKeyEnv gives nodes on a shared store their one master key.
+const testMasterKeyEnv = "TVSM_MASTER_KEY=dHZzbSB0ZXN0IG1hc3RlciBrZXksIDMyIGJ5dGVzISE="
+
 // cleanEnv is the test's environment without TVSM_* variables.
 func cleanEnv() []string {
 	var env []string
@@ -168,7 +171,7 @@ func TestServeOnESDBDouble(t *testing.T) {
 	double := startProcess(t, "esdb-double", nil, "esdb-double", "--data", esdbDir, "--listen", "127.0.0.1:0", "--log-format", "json")
 	storeAddr := double.addr()
 
-	node := startProcess(t, "serve", []string{"TVSM_ADMIN_LOGIN=root", "TVSM_ADMIN_PASSWORD=esdb-double-test"},
+	node := startProcess(t, "serve", []string{"TVSM_ADMIN_LOGIN=root", "TVSM_ADMIN_PASSWORD=esdb-double-test", testMasterKeyEnv},
 		"serve", "--http", "127.0.0.1:0", "--data", filepath.Join(dir, "node"), "--log-format", "json",
 		"--eventstore", "esdb://"+storeAddr+"?tls=false", "--stats-embedded-on-shared-store", "true")
 	a := api{t: t, base: "http://" + node.addr(), c: &http.Client{Timeout: 10 * time.Second}, password: "esdb-double-test"}

@@ -50,15 +50,8 @@ func TestImportFromDemoNode(t *testing.T) {
 	if code, stdout, stderr := runCapture(t, "demo", "--data", out, "--quiet", "--days", "1", "--accounts", "40", "--seed", "7"); code != exitOK {
 		t.Fatalf("tvsm demo: exit %d\n%s%s", code, stdout, stderr)
 	}
-	// tvsm demo keeps its events in DATA/events and the node's files in
-	// DATA; nodetest wants them in DIR/events and DIR/node.
 	dir := t.TempDir()
-	if err := os.Rename(filepath.Join(out, "events"), filepath.Join(dir, "events")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(out, filepath.Join(dir, "node")); err != nil {
-		t.Fatal(err)
-	}
+	nodetest.Adopt(t, out, dir)
 	src := nodetest.StartWith(t, nodetest.Options{Dir: dir})
 	dst := nodetest.Start(t)
 	from, err := url.Parse(src.URL)

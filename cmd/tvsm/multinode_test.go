@@ -254,7 +254,7 @@ type clusterNode struct {
 }
 
 func (n *clusterNode) start() {
-	n.proc = startProcess(n.cluster.t, "serve "+n.name, []string{"TVSM_ADMIN_LOGIN=" + clusterAdmin, "TVSM_ADMIN_PASSWORD=" + clusterPassword},
+	n.proc = startProcess(n.cluster.t, "serve "+n.name, []string{"TVSM_ADMIN_LOGIN=" + clusterAdmin, "TVSM_ADMIN_PASSWORD=" + clusterPassword, testMasterKeyEnv},
 		"serve", "--http", n.addr, "--data", n.data, "--log-format", "json", "--node-name", n.name,
 		"--eventstore", "esdb://"+n.cluster.storeAddr+"?tls=false", "--stats-embedded-on-shared-store", "true",
 		"--read-your-writes-timeout", "10s")

@@ -20,6 +20,7 @@ import (
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
 	"tvsm/eventstore/esdb"
+	"tvsm/eventstore/sealed"
 	"tvsm/httpapi"
 	"tvsm/internal/platform/config"
 	"tvsm/internal/platform/connlimit"
@@ -108,8 +109,17 @@ func (s *closeStack) closeAll() error {
 // startNode starts the node on store and facts (nil: the node's embedded
 // statistics) as cfg says.
 func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, reg *prometheus.Registry, store eventstore.Store, facts *clickhouse.Store) (*node.Node, error) {
+	var master *sealed.MasterKey
+	if cfg.MasterKey != "" {
+		var err error
+		if master, err = sealed.ParseMasterKey([]byte(cfg.MasterKey)); err != nil {
+			return nil, &configError{fmt.Errorf("master_key: %w", err)}
+		}
+	}
 	n, err := node.Start(ctx, store, node.Options{
 		DataDir:               cfg.DataDir,
+		MasterKey:             master,
+		MasterKeyFile:         cfg.MasterKeyFile,
 		Logger:                logger,
 		Metrics:               reg,
 		AdminLogin:            cfg.AdminLogin,

@@ -36,14 +36,7 @@ func runDemo(t testing.TB, dir string, flags ...string) (closed string) {
 	if m == nil {
 		t.Fatalf("tvsm demo did not say what it wrote:\n%s", text)
 	}
-	// tvsm demo keeps its events in DATA/events and the node's files in
-	// DATA; nodetest wants them in DIR/events and DIR/node.
-	if err := os.Rename(filepath.Join(out, "events"), filepath.Join(dir, "events")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(out, filepath.Join(dir, "node")); err != nil {
-		t.Fatal(err)
-	}
+	nodetest.Adopt(t, out, dir)
 	return string(m[1])
 }
 

@@ -56,6 +56,11 @@ type Options struct {
 	// take it over from an owner that does not exist (default 1m): the time
 	// a request has between reserving a name and creating its owner.
 	ReservationGrace time.Duration
+	// NameKey keys the hashes that stand for personal names (logins) in
+	// stream names (LoginStream), so that a stream name tells nothing of
+	// the login to whoever lacks the key. Nodes sharing a store share it.
+	// Nil hashes without a key: for tests only.
+	NameKey []byte
 }
 
 // DefaultIdempotencyLease is Options.IdempotencyLease's default: short, so

@@ -35,7 +35,7 @@ func (s *signup) do(ctx context.Context) (int, []byte, error) {
 		return 0, nil, err
 	}
 	stream := fmt.Sprintf("counter-%d", id)
-	if err := s.x.Reserve(ctx, LoginStream(1, s.name), stream, m, s.x.StreamExists); err != nil {
+	if err := s.x.Reserve(ctx, LegacyLoginStream(1, s.name), stream, m, s.x.StreamExists); err != nil {
 		return 0, nil, err
 	}
 	if _, err := Execute(ctx, s.x, stream, counterDecider, any(create{Name: s.name}), m); err != nil {
@@ -57,7 +57,7 @@ func request(key, body string) IdempotentRequest {
 
 // counts returns how many events the signup's streams hold.
 func (e *env) signupEvents(name string, id int) (counterEvents, loginEvents, idBlocks int) {
-	return len(e.read(fmt.Sprintf("counter-%d", id))), len(e.read(LoginStream(1, name))), len(e.read(IDStream("counter")))
+	return len(e.read(fmt.Sprintf("counter-%d", id))), len(e.read(LegacyLoginStream(1, name))), len(e.read(IDStream("counter")))
 }
 
 func TestIdempotentSameKeyTwiceAppendsOnce(t *testing.T) {

@@ -2,6 +2,9 @@ package app
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -63,9 +66,21 @@ type ReservationReleased struct {
 func (ReservationReleased) EventType() string { return ReservationReleasedType }
 
 // LoginStream returns the reservation stream of a login within a provider,
-// "login-{provider}-{login}". The caller normalises the login first (for
-// example lower-cases it) if logins are unique case-insensitively.
-func LoginStream(provider int64, login string) string {
+// "login-{provider}-{hash}": the hash is an HMAC-SHA-256 of the login under
+// Options.NameKey, so the login itself never reaches a stream name or an
+// index key, and stays there neither after the account is erased. The
+// caller normalises the login first (for example lower-cases it) if logins
+// are unique case-insensitively.
+func (x *Executor) LoginStream(provider int64, login string) string {
+	mac := hmac.New(sha256.New, x.opts.NameKey)
+	mac.Write([]byte(login))
+	return "login-" + strconv.FormatInt(provider, 10) + "-h" + hex.EncodeToString(mac.Sum(nil)[:16])
+}
+
+// LegacyLoginStream is the reservation stream of a login in stores written
+// before logins were hashed, "login-{provider}-{login}": still consulted
+// (read, never written) so that those logins stay unique.
+func LegacyLoginStream(provider int64, login string) string {
 	return "login-" + strconv.FormatInt(provider, 10) + "-" + login
 }
 

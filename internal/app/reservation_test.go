@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,10 +15,21 @@ import (
 func TestReserveAndRelease(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	x := e.executor(nil, Options{})
-	s := LoginStream(3, "bob")
-	if s != "login-3-bob" {
+	x := e.executor(nil, Options{NameKey: []byte("key one")})
+	s := x.LoginStream(3, "bob")
+	// The login is hashed under the name key: the stream name tells
+	// nothing of it, yet every executor with the key names it alike.
+	if !strings.HasPrefix(s, "login-3-h") || strings.Contains(s, "bob") || len(s) != len("login-3-h")+32 {
 		t.Fatalf("LoginStream = %q", s)
+	}
+	if again := e.executor(nil, Options{NameKey: []byte("key one")}).LoginStream(3, "bob"); again != s {
+		t.Fatalf("same key, another name: %q, %q", s, again)
+	}
+	if other := e.executor(nil, Options{NameKey: []byte("key two")}).LoginStream(3, "bob"); other == s {
+		t.Fatalf("another key gives the same name %q", other)
+	}
+	if LegacyLoginStream(3, "bob") != "login-3-bob" {
+		t.Fatalf("LegacyLoginStream = %q", LegacyLoginStream(3, "bob"))
 	}
 	if err := x.Reserve(e.ctx, s, "account-1", meta("r1"), nil); err != nil {
 		t.Fatal(err)
@@ -58,7 +70,7 @@ func TestReserveAndRelease(t *testing.T) {
 func TestReserveConcurrentExactlyOneWins(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := LoginStream(1, "alice")
+	s := LegacyLoginStream(1, "alice")
 	nodes := []*Executor{e.executor(nil, Options{}), e.executor(nil, Options{}), e.executor(nil, Options{})}
 	winners := raceForName(t, nodes, 20, "account-", func(x *Executor, owner string) error {
 		return x.Reserve(e.ctx, s, owner, meta("r-"+owner), x.StreamExists)
@@ -81,7 +93,7 @@ func TestReserveTakesOverFromDeadOwner(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	x := e.executor(nil, Options{ReservationGrace: time.Minute})
-	s := LoginStream(1, "carol")
+	s := LegacyLoginStream(1, "carol")
 	if err := x.Reserve(e.ctx, s, "account-1", meta("r1"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +132,7 @@ func TestReserveMetadata(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	x := e.executor(nil, Options{})
-	s := LoginStream(2, "dave")
+	s := LegacyLoginStream(2, "dave")
 	if err := x.Reserve(e.ctx, s, "account-1", meta("req-7"), nil); err != nil {
 		t.Fatal(err)
 	}

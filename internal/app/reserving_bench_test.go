@@ -21,7 +21,7 @@ func BenchmarkExecuteReserving(b *testing.B) {
 	b.ReportAllocs()
 	runWorkers(b, workers, func(int) error {
 		id := strconv.FormatInt(n.Add(1), 10)
-		_, handled, err := creating(e, x, LoginStream(1, "user"+id), "counter-"+id, m)
+		_, handled, err := creating(e, x, LegacyLoginStream(1, "user"+id), "counter-"+id, m)
 		if err == nil && !handled {
 			return errors.New("the create was not handled")
 		}

@@ -30,7 +30,7 @@ func TestExecuteReservingOneAtomicAppend(t *testing.T) {
 	e := newEnv(t)
 	e.multi()
 	x := e.executor(nil, Options{})
-	name := LoginStream(1, "ann")
+	name := LegacyLoginStream(1, "ann")
 	_, appendsBefore := e.stats()
 
 	res, handled, err := creating(e, x, name, "counter-1", meta("r1"))
@@ -67,7 +67,7 @@ func TestExecuteReservingTwiceForOneNameAppendsOnce(t *testing.T) {
 	e := newEnv(t)
 	e.multi()
 	x := e.executor(nil, Options{})
-	name := LoginStream(1, "dan")
+	name := LegacyLoginStream(1, "dan")
 	if _, handled, err := creating(e, x, name, "counter-1", meta("r1")); !handled || err != nil {
 		t.Fatalf("first create: handled %v, err %v", handled, err)
 	}
@@ -96,7 +96,7 @@ func declined(t *testing.T, e *env, x *Executor, name, owner string) {
 func TestExecuteReservingLeavesTakenNamesToReserve(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	name := LoginStream(1, "bob")
+	name := LegacyLoginStream(1, "bob")
 	// Another node holds the name; this executor has never seen it.
 	if err := e.executor(nil, Options{}).Reserve(e.ctx, name, "counter-1", meta("other"), nil); err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestExecuteReservingAfterRelease(t *testing.T) {
 	e := newEnv(t)
 	e.multi()
 	x := e.executor(nil, Options{})
-	name := LoginStream(1, "cy")
+	name := LegacyLoginStream(1, "cy")
 	if _, handled, err := creating(e, x, name, "counter-1", meta("r1")); !handled || err != nil {
 		t.Fatal(handled, err)
 	}
@@ -138,7 +138,7 @@ func TestExecuteReservingWithAStaleFreeName(t *testing.T) {
 	e := newEnv(t)
 	e.multi()
 	x, other := e.executor(nil, Options{}), e.executor(nil, Options{})
-	name := LoginStream(1, "hal")
+	name := LegacyLoginStream(1, "hal")
 	if _, handled, err := creating(e, x, name, "counter-1", meta("r1")); !handled || err != nil {
 		t.Fatal(handled, err)
 	}
@@ -154,7 +154,7 @@ func TestExecuteReservingWithAStaleFreeName(t *testing.T) {
 func TestExecuteReservingDeclines(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	name := LoginStream(1, "dee")
+	name := LegacyLoginStream(1, "dee")
 	head := e.head()
 	keyed := meta("r1")
 	keyed.IdempotencyKey = "k1"
@@ -176,7 +176,7 @@ func TestExecuteReservingDecisionErrorAppendsNothing(t *testing.T) {
 	e.multi()
 	x := e.executor(nil, Options{})
 	head := e.head()
-	_, handled, err := ExecuteReserving(e.ctx, x, LoginStream(1, "eve"), "counter-1", counterDecider, any(add{N: 1}), meta("r1"))
+	_, handled, err := ExecuteReserving(e.ctx, x, LegacyLoginStream(1, "eve"), "counter-1", counterDecider, any(add{N: 1}), meta("r1"))
 	if !handled || !errors.Is(err, errNotFound) {
 		t.Fatalf("handled %v, err %v; want handled with the decision error", handled, err)
 	}
@@ -192,7 +192,7 @@ func TestExecuteReservingConcurrentExactlyOneWins(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.multi()
-	name := LoginStream(1, "fay")
+	name := LegacyLoginStream(1, "fay")
 	nodes := []*Executor{e.executor(nil, Options{}), e.executor(nil, Options{}), e.executor(nil, Options{})}
 	winners := raceForName(t, nodes, 16, "counter-", func(x *Executor, owner string) error {
 		_, handled, err := creating(e, x, name, owner, meta("r-"+owner))
@@ -249,7 +249,7 @@ func TestExecuteReservingResendsAfterUnknownOutcome(t *testing.T) {
 	e := newEnv(t)
 	store := &faultyMulti{faultyStore: &faultyStore{Store: e.store}, multi: e.multi()}
 	x := e.executor(store, Options{})
-	name := LoginStream(1, "gus")
+	name := LegacyLoginStream(1, "gus")
 	res, handled, err := creating(e, x, name, "counter-1", meta("r1"))
 	if !handled || err != nil {
 		t.Fatalf("handled %v, err %v; want the resend to find the stored append", handled, err)

@@ -120,7 +120,7 @@ func (e *env) newAccount(provider int64, login, fullname string, opts ...func(*d
 		e.t.Fatal(err)
 	}
 	owner := domain.AccountStream(id)
-	if err := e.x.Reserve(ctx, app.LoginStream(provider, login), owner, e.meta(), nil); err != nil {
+	if err := e.x.Reserve(ctx, e.x.LoginStream(provider, login), owner, e.meta(), nil); err != nil {
 		e.t.Fatal(err)
 	}
 	c := domain.CreateAccount{ID: id, Provider: provider, Login: login, Fullname: fullname, PinMD5: "0123456789abcdef0123456789ABCDEF"}

@@ -32,6 +32,10 @@ type Model struct {
 	mu      sync.RWMutex
 	st      *state
 	skipped uint64 // guarded by mu
+
+	// sealer seals the personal text of snapshots (SealSnapshots); nil
+	// writes it plain.
+	sealer TextSealer
 }
 
 var _ projections.Handler = (*Model)(nil)

@@ -44,15 +44,16 @@ func (m *Model) Adopt(fresh *Model) {
 // model, so the copy is also what a restart from a snapshot would serve.
 func (m *Model) Copy() (*Model, error) {
 	c := m.capture()
+	c.sealer = nil // the copy stays in memory
 	r, w := io.Pipe()
 	go func() { w.CloseWithError(c.encode(w)) }()
-	st, err := decodeState(r)
+	st, err := decodeState(r, nil)
 	r.CloseWithError(io.ErrClosedPipe) // unblocks the encoder if decoding stopped early
 	if err != nil {
 		return nil, fmt.Errorf("readmodel: copy: %w", err)
 	}
 	st.pos = c.pos
-	return &Model{reg: m.reg, ev: m.ev, st: st}, nil
+	return &Model{reg: m.reg, ev: m.ev, st: st, sealer: m.snapshotSealer()}, nil
 }
 
 // Differences compares the answers of two models (Answers) and reports

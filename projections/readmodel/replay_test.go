@@ -308,11 +308,11 @@ func TestDecodeDamagedPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	payload := buf.Bytes()
-	if _, err := decodeState(bytes.NewReader(payload)); err != nil {
+	if _, err := decodeState(bytes.NewReader(payload), nil); err != nil {
 		t.Fatalf("intact payload: %v", err)
 	}
 	for n := 0; n < len(payload); n += 1 + n/7 {
-		if _, err := decodeState(bytes.NewReader(payload[:n])); !errors.Is(err, errSnapshotFormat) {
+		if _, err := decodeState(bytes.NewReader(payload[:n]), nil); !errors.Is(err, errSnapshotFormat) {
 			t.Fatalf("payload cut at %d of %d: %v", n, len(payload), err)
 		}
 	}
@@ -322,6 +322,6 @@ func TestDecodeDamagedPayload(t *testing.T) {
 		for range 1 + rng.IntN(3) {
 			damaged[rng.IntN(len(damaged))] ^= byte(1 + rng.IntN(255))
 		}
-		_, _ = decodeState(bytes.NewReader(damaged)) // any outcome but a panic
+		_, _ = decodeState(bytes.NewReader(damaged), nil) // any outcome but a panic
 	}
 }

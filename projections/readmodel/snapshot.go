@@ -45,9 +45,10 @@ func (m *Model) WriteSnapshot(path string) (eventstore.Position, error) {
 //	r := projections.NewRunner(store, reg, m, projections.SnapshotCheckpoints{Position: pos}, opts)
 func (m *Model) LoadSnapshot(path string) (eventstore.Position, error) {
 	var st *state
+	sealer := m.snapshotSealer()
 	pos, err := projections.ReadSnapshot(path, func(r io.Reader) error {
 		var err error
-		st, err = decodeState(r)
+		st, err = decodeState(r, sealer)
 		return err
 	})
 	if err != nil {
@@ -63,6 +64,7 @@ func (m *Model) LoadSnapshot(path string) (eventstore.Position, error) {
 // capture is a consistent cut of the state, safe to encode without the
 // lock.
 type capture struct {
+	sealer   TextSealer
 	pos      eventstore.Position
 	catalog  snapCatalog
 	accounts []*account
@@ -84,7 +86,7 @@ type providerCount struct {
 
 // capture takes a cut of the state.
 func (m *Model) capture() *capture {
-	c := &capture{}
+	c := &capture{sealer: m.snapshotSealer()}
 	m.read(func(s *state) {
 		c.pos = s.pos
 		c.catalog = snapCatalog{

@@ -27,6 +27,13 @@ import (
 //	authorisation drops of providers, accounts, devices: three times count | each id (varint), commit position (uvarint)
 //	end: magic "END"
 //
+// Format 4 is format 3 with the personal text sealed (SealSnapshots): an
+// account's data and each device's text are sealed blobs (empty: the
+// subscriber was erased), and the account networks leave the catalog for
+// a section of their own after it:
+//
+//	networks: count | each provider (varint), rev (uvarint), count | each id, account (varint), sealed JSON of network and description (bytes)
+//
 // Format 2 added the authorisation state; a format 1 snapshot was taken
 // without the command streams, so it cannot be completed from the log's
 // tail and is refused (the node replays the whole log). Format 3 added
@@ -36,6 +43,7 @@ import (
 const (
 	snapMagic    = "TVSMRM"
 	snapFormat   = 3
+	sealedFormat = 4
 	snapEnd      = "END"
 	flushAt      = 64 << 10
 	maxSnapText  = 1 << 24 // no string in a snapshot is longer
@@ -49,14 +57,23 @@ var errSnapshotFormat = fmt.Errorf("%w: read model payload", projections.ErrCorr
 
 // encode writes the capture's payload to w.
 func (c *capture) encode(w io.Writer) error {
-	e := &encoder{w: w, buf: make([]byte, 0, flushAt+4096)}
+	e := &encoder{w: w, buf: make([]byte, 0, flushAt+4096), sealer: c.sealer}
 	e.raw(snapMagic)
-	e.uvarint(snapFormat)
-	cat, err := json.Marshal(c.catalog)
+	catalog := c.catalog
+	if c.sealer != nil {
+		e.uvarint(sealedFormat)
+		catalog.Networks = nil
+	} else {
+		e.uvarint(snapFormat)
+	}
+	cat, err := json.Marshal(catalog)
 	if err != nil {
 		return fmt.Errorf("encode catalog: %w", err)
 	}
 	e.bytes(cat)
+	if c.sealer != nil {
+		e.networks(c.catalog.Networks)
+	}
 	e.uvarint(uint64(len(c.accounts)))
 	e.uvarint(uint64(c.subs))
 	e.uvarint(uint64(c.devs))
@@ -67,6 +84,9 @@ func (c *capture) encode(w io.Writer) error {
 	}
 	for _, a := range c.accounts {
 		e.account(a)
+		if e.err != nil {
+			return e.err
+		}
 		if err := e.maybeFlush(); err != nil {
 			return err
 		}
@@ -90,8 +110,10 @@ func (c *capture) encode(w io.Writer) error {
 
 // encoder buffers a payload.
 type encoder struct {
-	w   io.Writer
-	buf []byte
+	w      io.Writer
+	buf    []byte
+	sealer TextSealer // nil: text is written plain
+	err    error      // the first sealing failure
 }
 
 func (e *encoder) uvarint(v uint64) { e.buf = binary.AppendUvarint(e.buf, v) }
@@ -109,7 +131,7 @@ func (e *encoder) account(a *account) {
 	e.uvarint(a.rev)
 	e.uvarint(uint64(a.flags))
 	e.varint(int64(a.limit))
-	e.str(a.data)
+	e.text(a.id, accountText, a.data)
 	e.uvarint(uint64(len(a.subs)))
 	for _, s := range a.subs {
 		e.varint(s.id)
@@ -130,7 +152,7 @@ func (e *encoder) account(a *account) {
 		e.varint(d.last.Unix())
 		e.varint(d.deviceType)
 		e.buf = append(e.buf, d.class, d.flags)
-		e.str(d.text)
+		e.text(a.id, deviceText(d.id), d.text)
 	}
 }
 
@@ -153,19 +175,28 @@ func (e *encoder) flush() error {
 // map the size of the data), so it runs on three goroutines: this one
 // parses the payload into records, in batches; one indexes the records
 // (account map, id lists, logins), one their subscriptions and devices.
-func decodeState(r io.Reader) (*state, error) {
+func decodeState(r io.Reader, sealer TextSealer) (*state, error) {
 	d := &decoder{r: r, buf: make([]byte, 0, 256<<10)}
 	if magic := d.fixed(len(snapMagic)); d.err == nil && magic != snapMagic {
 		return nil, fmt.Errorf("%w: bad magic %q", errSnapshotFormat, magic)
 	}
-	if v := d.uvarint(); d.err == nil && v != snapFormat {
-		return nil, fmt.Errorf("%w: format %d, this version reads %d", errSnapshotFormat, v, snapFormat)
+	switch v := d.uvarint(); {
+	case d.err != nil:
+	case v == sealedFormat && sealer == nil:
+		return nil, fmt.Errorf("%w: format %d holds sealed text and no keys were given", errSnapshotFormat, v)
+	case v == sealedFormat:
+		d.sealer = sealer
+	case v != snapFormat:
+		return nil, fmt.Errorf("%w: format %d, this version reads %d and %d", errSnapshotFormat, v, snapFormat, sealedFormat)
 	}
 	var cat snapCatalog
 	if raw := d.bytes(); d.err == nil {
 		if err := json.Unmarshal(raw, &cat); err != nil {
 			return nil, fmt.Errorf("%w: catalog: %w", errSnapshotFormat, err)
 		}
+	}
+	if d.sealer != nil {
+		cat.Networks = d.networks()
 	}
 	nAcc, nSubs, nDevs := d.count(), d.count(), d.count()
 	s := newStateSized(sizeHint(nSubs), sizeHint(nDevs))
@@ -266,11 +297,12 @@ func (d *decoder) accounts(n int, providers map[int64]*provIndex, emit func([]*a
 // the buffer, not byte by byte through an interface). The first error
 // sticks in err; later reads return zero values.
 type decoder struct {
-	r   io.Reader
-	buf []byte // unread data is buf[i:]
-	i   int
-	eof bool
-	err error
+	r      io.Reader
+	buf    []byte // unread data is buf[i:]
+	i      int
+	eof    bool
+	err    error
+	sealer TextSealer // set for a sealed payload
 }
 
 // fill makes at least need bytes available when the input has them.
@@ -391,8 +423,8 @@ func (d *decoder) account() *account {
 		rev:      d.uvarint(),
 		flags:    uint16(d.uvarint()),
 		limit:    int32(d.varint()),
-		data:     d.str(),
 	}
+	a.data = d.text(a.id, accountText, numFields)
 	if d.err == nil && !validPacked(a.data, numFields) {
 		d.err = fmt.Errorf("account %d: malformed text fields", a.id)
 	}
@@ -412,7 +444,7 @@ func (d *decoder) account() *account {
 		for i := range a.devs {
 			x := dev{id: d.varint(), created: stampOf(d.varint()), first: stampOf(d.varint()), last: stampOf(d.varint()), deviceType: d.varint(),
 				class: d.byte(), flags: d.byte()}
-			x.text = d.str()
+			x.text = d.text(a.id, deviceText(x.id), numDevFields)
 			if d.err == nil && (!validPacked(x.text, numDevFields) ||
 				(x.class != classUnknown && int(x.class) >= len(deviceClasses))) {
 				d.err = fmt.Errorf("account %d: malformed device %d", a.id, x.id)

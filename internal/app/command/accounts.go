@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"tvsm/domain"
@@ -114,7 +115,10 @@ func (h *Accounts) Create(ctx context.Context, c app.Caller, in AccountInput) (q
 // one atomic append when the store can, else one after the other, giving
 // the login back when the create fails.
 func (h *Accounts) createReserved(ctx context.Context, c app.Caller, cmd domain.CreateAccount) (app.Result[domain.Account], error) {
-	stream := app.LoginStream(cmd.Provider, cmd.Login)
+	if err := h.checkLegacyLogin(ctx, cmd.Provider, cmd.Login); err != nil {
+		return app.Result[domain.Account]{}, err
+	}
+	stream := h.w.x.LoginStream(cmd.Provider, cmd.Login)
 	owner := domain.AccountStream(cmd.ID)
 	meta := c.Meta()
 	meta.NewStream = true // cmd.ID was just allocated
@@ -136,11 +140,33 @@ func (h *Accounts) createReserved(ctx context.Context, c app.Caller, cmd domain.
 // reserveLogin makes owner the holder of a login, converting "taken" into
 // the validation error the API answers (400 naming login).
 func (h *Accounts) reserveLogin(ctx context.Context, c app.Caller, provider int64, login, owner string) error {
-	err := h.w.x.Reserve(ctx, app.LoginStream(provider, login), owner, c.Meta(), h.holds(provider, login))
+	if err := h.checkLegacyLogin(ctx, provider, login); err != nil {
+		return err
+	}
+	err := h.w.x.Reserve(ctx, h.w.x.LoginStream(provider, login), owner, c.Meta(), h.holds(provider, login))
 	if errors.Is(err, app.ErrTaken) {
 		return domain.NewValidationError("login", problemTaken)
 	}
 	return err
+}
+
+// checkLegacyLogin refuses a login that a live account holds through a
+// reservation written before logins were hashed (app.LegacyLoginStream):
+// those are read, never written, so a store from before keeps its logins
+// unique.
+func (h *Accounts) checkLegacyLogin(ctx context.Context, provider int64, login string) error {
+	owner, err := h.w.x.Holder(ctx, app.LegacyLoginStream(provider, login))
+	if err != nil || owner == "" {
+		return err
+	}
+	alive, err := h.holds(provider, login)(ctx, owner)
+	if err != nil {
+		return err
+	}
+	if alive {
+		return domain.NewValidationError("login", problemTaken)
+	}
+	return nil
 }
 
 // releaseLogin gives a login back, best effort: a failure leaves a
@@ -211,7 +237,7 @@ func (h *Accounts) Update(ctx context.Context, c app.Caller, id int64, in Accoun
 				return query.AccountView{}, err
 			}
 		}
-		loginStream, owner = app.LoginStream(cur.Provider, newLogin), domain.AccountStream(id)
+		loginStream, owner = h.w.x.LoginStream(cur.Provider, newLogin), domain.AccountStream(id)
 		if err := h.reserveLogin(ctx, c, cur.Provider, newLogin, owner); err != nil {
 			return query.AccountView{}, err
 		}
@@ -227,7 +253,7 @@ func (h *Accounts) Update(ctx context.Context, c app.Caller, id int64, in Accoun
 		return query.AccountView{}, err
 	}
 	if changing && oldLogin != res.State.Login {
-		h.releaseLogin(ctx, c, app.LoginStream(cur.Provider, oldLogin), owner)
+		h.releaseLogin(ctx, c, h.w.x.LoginStream(cur.Provider, oldLogin), owner)
 	}
 	if err := w.written(ctx, res.Position); err != nil {
 		return query.AccountView{}, err
@@ -250,7 +276,7 @@ func (h *Accounts) Delete(ctx context.Context, c app.Caller, id int64) (query.Ac
 	if err != nil {
 		return query.AccountView{}, err
 	}
-	h.releaseLogin(ctx, c, app.LoginStream(cur.Provider, login), owner)
+	h.releaseLogin(ctx, c, h.w.x.LoginStream(cur.Provider, login), owner)
 	pos := res.Position
 	if netPos := h.removeNetworks(ctx, c, cur.Provider, id); netPos.After(pos) {
 		pos = netPos
@@ -338,4 +364,48 @@ func loginSeenBy(login *string) domain.Decider[domain.Account, domain.AccountCom
 		return decide(st, cmd, now)
 	}
 	return d
+}
+
+// Erase erases account id for good (domain.EraseAccount): it appends
+// AccountErased, then destroys the key the account's personal data was
+// encrypted under, gives its login back and removes its networks. A
+// deleted account can be erased. Erasing an erased account destroys the
+// key again and succeeds, so a retry mends a crash between the two steps.
+func (h *Accounts) Erase(ctx context.Context, c app.Caller, id int64, force bool) error {
+	w := h.w
+	if w.cfg.Keys == nil {
+		return errors.New("command: erasure needs a key store")
+	}
+	owner := domain.AccountStream(id)
+	cur, found, err := w.loadAccount(ctx, owner)
+	if err != nil {
+		return err
+	}
+	if !found || cur.ID == 0 {
+		return notFound("account", id)
+	}
+	if err := c.CheckScope(cur.Provider); err != nil {
+		return fmt.Errorf("account %d: %w", id, err)
+	}
+	var pos eventstore.Position
+	if !cur.Erased {
+		res, err := app.Execute(ctx, w.x, owner, domain.AccountDecider(), domain.AccountCommand(domain.EraseAccount{ID: id, Force: force}), c.Meta())
+		if err != nil {
+			return err
+		}
+		pos = res.Position
+	}
+	if err := w.cfg.Keys.Erase(ctx, id); err != nil {
+		return fmt.Errorf("account %d: erased, but its key was not destroyed (erase it again): %w", id, err)
+	}
+	if !cur.Deleted {
+		h.releaseLogin(ctx, c, w.x.LoginStream(cur.Provider, cur.Login), owner)
+		if netPos := h.removeNetworks(ctx, c, cur.Provider, id); netPos.After(pos) {
+			pos = netPos
+		}
+	}
+	if pos == (eventstore.Position{}) {
+		return nil
+	}
+	return w.written(ctx, pos)
 }

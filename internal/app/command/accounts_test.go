@@ -62,7 +62,7 @@ func create(t *testing.T, cmds *command.Commands, c app.Caller, in command.Accou
 
 func holder(t *testing.T, env *nodetest.Env, provider int64, login string) string {
 	t.Helper()
-	h, err := env.Node.Executor.Holder(context.Background(), app.LoginStream(provider, login))
+	h, err := env.Node.Executor.Holder(context.Background(), env.Node.Executor.LoginStream(provider, login))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestCreateAccountTakesOverAnOrphanedReservation(t *testing.T) {
 	p := provider(t, env, "Acme")
 	// A node reserved the login for an account it never created (it
 	// crashed between the two appends).
-	err := env.Node.Executor.Reserve(context.Background(), app.LoginStream(p, "ghost"), domain.AccountStream(999999),
+	err := env.Node.Executor.Reserve(context.Background(), env.Node.Executor.LoginStream(p, "ghost"), domain.AccountStream(999999),
 		app.RequestMeta{Actor: domain.SystemActor(), RequestID: "crashed"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -145,11 +145,11 @@ func TestCreateAccountTakesOverALoginItsOwnerDoesNotHave(t *testing.T) {
 	id := create(t, cmds, root, accountInput(p, "old"))
 	meta := app.RequestMeta{Actor: domain.SystemActor(), RequestID: "crashed"}
 	// Crashed after reserving "next", before changing the account.
-	if err := env.Node.Executor.Reserve(context.Background(), app.LoginStream(p, "next"), domain.AccountStream(id), meta, nil); err != nil {
+	if err := env.Node.Executor.Reserve(context.Background(), env.Node.Executor.LoginStream(p, "next"), domain.AccountStream(id), meta, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Changed the account to "new", crashed before releasing "old".
-	if err := env.Node.Executor.Reserve(context.Background(), app.LoginStream(p, "new"), domain.AccountStream(id), meta, nil); err != nil {
+	if err := env.Node.Executor.Reserve(context.Background(), env.Node.Executor.LoginStream(p, "new"), domain.AccountStream(id), meta, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := app.Execute(context.Background(), env.Node.Executor, domain.AccountStream(id), domain.AccountDecider(),
@@ -285,3 +285,42 @@ func TestCreateAccountIdempotencyKeyInProgress(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// A store written before logins were hashed holds them in streams named
+// after the login: a live account's legacy reservation still keeps the
+// login taken, and stops doing so once the account no longer has it.
+func TestLegacyLoginReservationsStillHold(t *testing.T) {
+	env := nodetest.Start(t)
+	cmds, x := env.Node.Commands, env.Node.Executor
+	ctx := context.Background()
+	p := provider(t, env, "Acme")
+	// The account as an older version wrote it: its events, and its login
+	// held by "login-{provider}-{login}".
+	id, err := x.NextID(ctx, "account")
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := app.RequestMeta{Actor: domain.SystemActor(), RequestID: "older-version"}
+	cmd := domain.CreateAccount{ID: id, Provider: p, Login: "veteran", PinMD5: "", Fullname: "Old Timer"}
+	if _, err := app.Execute(ctx, x, cmd.Stream(), domain.AccountDecider(), domain.AccountCommand(cmd), meta); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Reserve(ctx, app.LegacyLoginStream(p, "veteran"), domain.AccountStream(id), meta, nil); err != nil {
+		t.Fatal(err)
+	}
+	pos, err := env.Store.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.WaitApplied(t, pos)
+
+	_, err = cmds.Accounts.Create(ctx, root, accountInput(p, "veteran"))
+	var v *domain.ValidationError
+	if !errors.As(err, &v) || v.Fields["login"] != "already taken" {
+		t.Fatalf("a login held by a legacy reservation: %v", err)
+	}
+	if _, err := cmds.Accounts.Update(ctx, root, id, command.AccountInput{Login: domain.Some("veteran2")}); err != nil {
+		t.Fatal(err)
+	}
+	create(t, cmds, root, accountInput(p, "veteran"))
+}

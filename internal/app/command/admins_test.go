@@ -21,6 +21,7 @@ import (
 	"tvsm/internal/app"
 	"tvsm/internal/app/command"
 	"tvsm/internal/app/query"
+	"tvsm/internal/testkit/nodetest"
 	"tvsm/internal/wiring/node"
 	"tvsm/projections"
 	"tvsm/projections/readmodel"
@@ -192,7 +193,7 @@ func TestBootstrapNodesStartingTogetherOnEventStoreDB(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = store.Close() })
 			started[i], errs[i] = node.Start(ctx, store, node.Options{DataDir: dirs[i], Logger: logger,
-				BcryptCost: bcrypt.MinCost, NodeName: fmt.Sprintf("node-%d", i)})
+				BcryptCost: bcrypt.MinCost, NodeName: fmt.Sprintf("node-%d", i), MasterKey: nodetest.SharedMasterKey})
 			if started[i] != nil {
 				t.Cleanup(func() { _ = started[i].Close() })
 			}

@@ -59,6 +59,15 @@ type Config struct {
 	// the account nor its provider sets devices_per_account_limit; nil
 	// means none.
 	DefaultDeviceLimit *int
+	// Keys destroys a data subject's key: what makes an account's erasure
+	// real. Erasure fails without it.
+	Keys KeyEraser
+}
+
+// KeyEraser destroys the key a data subject's (an account's) personal
+// data is encrypted under, for good and durably.
+type KeyEraser interface {
+	Erase(ctx context.Context, subject int64) error
 }
 
 // Commands are the command handlers, one per resource.

@@ -51,6 +51,13 @@ type Config struct {
 	OpsHTTPAddr string
 	// DataDir holds everything the embedded backends and snapshots store.
 	DataDir string
+	// MasterKeyFile holds the master key that wraps the subjects' keys
+	// (32 bytes, standard base64). Empty: MasterKey, else on the embedded
+	// store a file beside DataDir, generated on the first start.
+	MasterKeyFile string
+	// MasterKey is the master key itself, for deployments that pass
+	// secrets in the environment (TVSM_MASTER_KEY).
+	MasterKey string
 	// EventStore is "embedded" or an EventStoreDB URL (esdb://, esdb+discover://).
 	EventStore string
 	// Stats is "embedded" or a ClickHouse URL (clickhouse://).
@@ -254,6 +261,27 @@ var settings = []setting{
 			return nil
 		},
 		get: func(c *Config) string { return c.DataDir },
+	},
+	{
+		key: "master_key_file",
+		usage: "`file` of the master key wrapping the subscribers' data keys (default: DATA.master-key, " +
+			"generated on the first start on the embedded store; required on EventStoreDB, the same on every node)",
+		set: func(c *Config, v string) error {
+			c.MasterKeyFile = v
+			return nil
+		},
+		get: func(c *Config) string { return c.MasterKeyFile },
+	},
+	{
+		key:    "master_key",
+		usage:  "the master key itself, 32 bytes in standard base64 (instead of master_key_file)",
+		noFlag: true,
+		secret: true,
+		set: func(c *Config, v string) error {
+			c.MasterKey = v
+			return nil
+		},
+		get: func(c *Config) string { return c.MasterKey },
 	},
 	{
 		key:   "eventstore",

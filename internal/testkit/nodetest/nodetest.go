@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
 	"tvsm/eventstore/record"
+	"tvsm/eventstore/sealed"
 	"tvsm/internal/adapters/billing/billingtest"
 	"tvsm/internal/platform/schedule"
 	"tvsm/internal/platform/throttle"
@@ -103,6 +105,12 @@ type Options struct {
 	// embedded one in Dir), as node.Options does.
 	Stats     stats.FactStore
 	StatsName string
+	// Share is a running node whose event store, key store and master key
+	// this node shares: two nodes of one deployment. It overrides Store.
+	Share *Env
+	// MasterKey is the node's master key (default: generated beside its
+	// data directory, or SharedMasterKey on a store that can tombstone).
+	MasterKey *sealed.MasterKey
 }
 
 // generous returns o with zero limits raised for tests.
@@ -119,6 +127,16 @@ func generous(o throttle.GuardOptions) throttle.GuardOptions {
 	return o
 }
 
+// SharedMasterKey is the master key of the nodes tests start on a store
+// they give (Options.Store), which several nodes may share.
+var SharedMasterKey = func() *sealed.MasterKey {
+	m, err := sealed.NewMasterKey([]byte("tvsm test master key, 32 bytes!!"))
+	if err != nil {
+		panic(err)
+	}
+	return m
+}()
+
 // Start starts a node with default options; see StartWith.
 func Start(t testing.TB) *Env { return StartWith(t, Options{}) }
 
@@ -132,7 +150,17 @@ func StartWith(t testing.TB, o Options) *Env {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	var keys sealed.KeyStore
+	if o.Share != nil {
+		o.Store, keys, o.MasterKey = o.Share.Store, o.Share.Node.Keys.Store(), o.Share.Node.Keys.Master()
+	}
 	store, closeStore := o.Store, func() error { return nil }
+	// Nodes on a store that holds the keys in streams (a shared one) share
+	// a master key; a node on its own store generates one beside its data
+	// directory, as in production.
+	if _, shared := any(store).(eventstore.Tombstoner); shared && o.MasterKey == nil {
+		o.MasterKey = SharedMasterKey
+	}
 	if store == nil {
 		var err error
 		store, err = embedded.Open(filepath.Join(o.Dir, "events"), embedded.Options{Logger: o.Logger})
@@ -154,7 +182,7 @@ func StartWith(t testing.TB, o Options) *Env {
 		PasswordChecks: cmp.Or(o.PasswordChecks, 64),
 		Timers:         o.Timers, Billing: o.Billing, NodeName: "test", Sockets: o.Sockets,
 		Stats: o.Stats, StatsName: o.StatsName, DefaultDeviceLimit: o.DefaultDeviceLimit,
-		ReadYourWritesTimeout: o.ReadYourWritesTimeout,
+		ReadYourWritesTimeout: o.ReadYourWritesTimeout, MasterKey: o.MasterKey, Keys: keys,
 	})
 	if err != nil {
 		_ = closeStore()
@@ -289,5 +317,23 @@ func (e *Env) CorruptAccount(t testing.TB, id int64, fullname string) {
 	err := e.Node.Model.Apply(context.Background(), func(yield func(*projections.Event) bool) { yield(ev) }, projections.Live)
 	if err != nil {
 		t.Fatalf("nodetest: corrupt account %d: %v", id, err)
+	}
+}
+
+// Adopt moves the data of a node as tvsm serve and tvsm demo lay it out
+// (DATA/events, the rest of DATA, and the master key DATA.master-key beside
+// it) into dir as StartWith lays it out (dir/events, dir/node,
+// dir/node.master-key), for StartWith(Options{Dir: dir}).
+func Adopt(t testing.TB, data, dir string) {
+	t.Helper()
+	moves := [][2]string{
+		{filepath.Join(data, "events"), filepath.Join(dir, "events")},
+		{data, filepath.Join(dir, "node")},
+		{node.DefaultMasterKeyFile(data), node.DefaultMasterKeyFile(filepath.Join(dir, "node"))},
+	}
+	for _, m := range moves {
+		if err := os.Rename(m[0], m[1]); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

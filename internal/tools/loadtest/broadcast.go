@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"tvsm/eventstore/sealed"
 	"tvsm/internal/platform/schedule"
 	"tvsm/internal/tools/simulate"
 )
@@ -323,7 +324,14 @@ func startCluster(ctx context.Context, o BroadcastOptions) (*cluster, error) {
 			c.stop()
 			return nil, err
 		}
-		store = []string{"--eventstore", "esdb://" + addr + "?tls=false", "--stats-embedded-on-shared-store", "true"}
+		// Nodes on one store share one master key.
+		keyFile := filepath.Join(dir, "master.key")
+		if _, err := sealed.GenerateMasterKeyFile(keyFile); err != nil {
+			c.stop()
+			return nil, err
+		}
+		store = []string{"--eventstore", "esdb://" + addr + "?tls=false", "--stats-embedded-on-shared-store", "true",
+			"--master-key-file", keyFile}
 	}
 	for i := range o.Nodes {
 		addr, err := freeAddr()

@@ -65,7 +65,7 @@ func channelsStatus(t *testing.T, env *nodetest.Env, bearer http.Header) int {
 // position, and an `update` revokes it on both.
 func TestDeviceTokensAcrossNodes(t *testing.T) {
 	a := nodetest.Start(t)
-	b := nodetest.StartWith(t, nodetest.Options{Store: a.Store})
+	b := nodetest.StartWith(t, nodetest.Options{Share: a})
 	device, bearer := deviceLogin(t, a)
 	for name, env := range map[string]*nodetest.Env{"A": a, "B": b} {
 		if status, body := env.DoHeader(t, http.MethodGet, "/api/device/channels", "", "", nil, bearer); status != http.StatusOK {

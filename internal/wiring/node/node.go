@@ -23,6 +23,7 @@ import (
 
 	"tvsm/domain"
 	"tvsm/eventstore"
+	"tvsm/eventstore/sealed"
 	"tvsm/httpapi"
 	"tvsm/internal/adapters/billing"
 	"tvsm/internal/adapters/devauth"
@@ -112,6 +113,16 @@ type Options struct {
 	// EndOfDay is the time zone whose midnight closes a statistics day
 	// (default UTC).
 	EndOfDay *time.Location
+	// MasterKey wraps the subscribers' data keys; nil reads it from
+	// MasterKeyFile, and without that a node on the embedded store uses
+	// (and on its first start generates) DefaultMasterKeyFile(DataDir).
+	// Nodes on a shared store (EventStoreDB) must be given the same one.
+	MasterKey     *sealed.MasterKey
+	MasterKeyFile string
+	// Keys is the store of the subscribers' data keys; nil picks the key
+	// streams of a store that can tombstone them, else a key file in
+	// DataDir/keys.
+	Keys sealed.KeyStore
 	// StatsBatchInterval paces the statistics projection's live batches
 	// (default StatsBatchInterval; negative: not paced, for tools that wait
 	// for the statistics after each of their steps).
@@ -154,6 +165,9 @@ type Node struct {
 	// Rebuilds runs rebuilds and checks of the read model and the
 	// statistics (POST /api/admin/rebuilds).
 	Rebuilds *Rebuilds
+	// Keys holds the subscribers' data keys: Store seals personal values
+	// with them, and an erasure destroys one.
+	Keys *sealed.Keyring
 
 	backend  eventstore.Store // the store as given, with all its abilities
 	log      *slog.Logger
@@ -229,6 +243,7 @@ type step struct {
 // only what the steps before it built.
 func (n *Node) steps() []step {
 	return []step{
+		{"personal data keys", n.sealStore},
 		{"event registry", n.registerEvents},
 		{"read model", n.startReadModel},
 		{"executor", n.buildExecutor},
@@ -296,7 +311,7 @@ func (n *Node) startReadModel(ctx context.Context, opts Options) error {
 // position to follow the log from: after the snapshot, or the beginning
 // when there is none or it is unusable.
 func (n *Node) restoreReadModel(started time.Time) eventstore.Position {
-	n.Model = readmodel.New(n.Registry)
+	n.Model = n.newModel()
 	from, err := n.Model.LoadSnapshot(n.snapPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -304,7 +319,7 @@ func (n *Node) restoreReadModel(started time.Time) eventstore.Position {
 	case err != nil:
 		// A damaged snapshot is only a cache of the log: rebuild from it.
 		n.log.Warn("read model snapshot unusable; replaying the whole log", "path", n.snapPath, "error", err)
-		n.Model = readmodel.New(n.Registry)
+		n.Model = n.newModel()
 		return eventstore.Beginning
 	default:
 		n.snapPos = from
@@ -314,8 +329,12 @@ func (n *Node) restoreReadModel(started time.Time) eventstore.Position {
 }
 
 // buildExecutor builds the command executor.
-func (n *Node) buildExecutor(_ context.Context, opts Options) (err error) {
-	n.Executor, err = app.New(n.Store, n.Registry, app.Options{Clock: opts.Clock})
+func (n *Node) buildExecutor(ctx context.Context, opts Options) (err error) {
+	nameKey, err := n.Keys.NameKey(ctx)
+	if err != nil {
+		return err
+	}
+	n.Executor, err = app.New(n.Store, n.Registry, app.Options{Clock: opts.Clock, NameKey: nameKey})
 	return err
 }
 
@@ -337,6 +356,7 @@ func (n *Node) buildApplication(ctx context.Context, opts Options) error {
 		Executor: n.Executor, Model: n.Model, Applied: n.Runner.Progress(), Queries: n.Queries,
 		ReadYourWritesTimeout: opts.ReadYourWritesTimeout, BcryptCost: opts.BcryptCost, Logger: n.log, Clock: opts.Clock,
 		DeviceTokens: tokens, BillingURL: opts.Billing.policy().CheckURL, DefaultDeviceLimit: defaultDeviceLimit(opts.DefaultDeviceLimit),
+		Keys: n.Keys,
 	})
 	return err
 }
@@ -374,7 +394,7 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 		Auth:        n.Auth,
 		Idempotency: n.Executor,
 		Provider: httpapi.ProviderAPI{
-			Accounts: cmds.Accounts, AccountReads: qs.Accounts,
+			Accounts: cmds.Accounts, AccountReads: qs.Accounts, AccountErasure: cmds.Accounts,
 			Subscriptions: cmds.Subscriptions, SubscriptionReads: qs.Subscriptions,
 			DeviceSubscriptions: cmds.DeviceSubscriptions, DeviceSubscriptionReads: qs.DeviceSubscriptions,
 			Devices: cmds.Devices, DeviceReads: qs.Devices, DeviceOnline: n.Hub.Connected,

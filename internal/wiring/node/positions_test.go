@@ -16,7 +16,7 @@ import (
 // position too.
 func TestReadYourWritesAcrossNodes(t *testing.T) {
 	a := nodetest.Start(t)
-	b := nodetest.StartWith(t, nodetest.Options{Store: a.Store})
+	b := nodetest.StartWith(t, nodetest.Options{Share: a})
 	provider := decodeID(t, superOK(t, a, http.MethodPost, "/api/admin/providers", map[string]any{"name": "Two nodes"}))
 
 	resp, body := sendAt(t, a, http.MethodPost, "/api/provider/accounts", map[string]any{

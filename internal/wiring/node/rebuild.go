@@ -94,7 +94,7 @@ func (r *Rebuilds) List() []projections.RebuildStatus { return r.jobs.List() }
 // one and makes it the live one (readmodel.Model.Adopt), then writes a
 // snapshot of it.
 func (n *Node) rebuildReadModel(ctx context.Context, job *projections.RebuildJob) error {
-	fresh := readmodel.New(n.Registry)
+	fresh := n.newModel()
 	rep := n.replayer(fresh, job)
 	if err := rep.catchUp(ctx, n.Model.Position); err != nil {
 		return err
@@ -126,7 +126,7 @@ func (n *Node) verifyReadModel(ctx context.Context, job *projections.RebuildJob)
 	if err != nil {
 		return err
 	}
-	fresh := readmodel.New(n.Registry)
+	fresh := n.newModel()
 	return n.compare(ctx, job, fresh, live.Position(), func() ([]string, int, error) {
 		return readmodel.Differences(live, fresh, MaxDifferences)
 	})

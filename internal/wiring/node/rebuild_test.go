@@ -428,3 +428,30 @@ func TestRebuildRequests(t *testing.T) {
 		t.Errorf("GET /rebuilds: %+v %v, want the two jobs, newest first", list, err)
 	}
 }
+
+// TestRebuildAfterErasure: once accounts are erased, a check of every
+// projection rebuilt from the log finds the live node's answers, since the
+// log reads the same through the seal (their personal values as
+// "erased").
+func TestRebuildAfterErasure(t *testing.T) {
+	env := nodetest.Start(t)
+	provider := decodeID(t, superOK(t, env, http.MethodPost, "/api/admin/providers", map[string]any{"name": "Erasures"}))
+	ids := writeAccounts(t, env, provider, "subscriber", 40)
+	for i := range 10 {
+		id := ids["subscriber-"+itoa(int64(i))]
+		superOK(t, env, http.MethodPost, "/api/provider/devices", map[string]any{"account": id, "unique_id": "box-" + itoa(int64(i))})
+		if i%2 == 0 {
+			superOK(t, env, http.MethodDelete, "/api/provider/accounts/"+itoa(id), nil)
+		}
+		superOK(t, env, http.MethodPost, "/api/provider/accounts/"+itoa(id)+"/erase?force=true", nil)
+	}
+	for _, target := range []string{"readmodel", "stats"} {
+		if job := verify(t, env, target); job.DifferenceCount != 0 || target == "readmodel" && job.AppliedEvents == 0 {
+			t.Errorf("check of %s after erasures: %+v", target, job)
+		}
+	}
+	status, _ := env.Super(t, http.MethodGet, "/api/provider/accounts/"+itoa(ids["subscriber-3"]), nil)
+	if status != http.StatusNotFound {
+		t.Errorf("an erased account answers %d", status)
+	}
+}
