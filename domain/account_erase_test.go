@@ -1,6 +1,7 @@
 package domain_test
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -65,6 +66,9 @@ func TestPersonalDataNamesRealStringFields(t *testing.T) {
 	for _, typ := range types {
 		p, _ := domain.PersonalDataOf(typ)
 		e, err := reg.Decode(typ, []byte(`{}`))
+		if errors.Is(err, domain.ErrUnknownEventType) {
+			continue // another package's event; its own test checks it
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", typ, err)
 		}

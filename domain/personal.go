@@ -14,6 +14,13 @@ type PersonalData struct {
 	// Fields are the JSON keys of the personal members. Every one holds a
 	// string or null, so "erased" can stand in for any of them.
 	Fields []string
+	// SubjectOptional: an event without a subject (0 or absent) carries
+	// nothing personal, and stays as it is.
+	SubjectOptional bool
+	// ErasedAs is the JSON that stands for an erased value when "erased"
+	// cannot (a string that must decode as base64); empty means
+	// ErasedValue.
+	ErasedAs string
 }
 
 // ErasedValue replaces every personal value whose subject was erased: what
@@ -39,7 +46,16 @@ var personalData = map[string]PersonalData{
 	AccountNetworkAddedType: {Subject: "account", Fields: []string{"network", "description"}},
 	// A change names its network's account after the change in owner.
 	AccountNetworkChangedType: {Subject: "owner", Fields: []string{"network", "description"}},
+	// The answer an idempotent request recorded for its retries (an
+	// account or device object) belongs to the account the request wrote
+	// to; requests that wrote to none record no subject.
+	idempotencyRecordedType: {Subject: "subject", Fields: []string{"body"}, SubjectOptional: true, ErasedAs: "null"},
 }
+
+// idempotencyRecordedType is the application's record of an idempotent
+// request's answer (its package defines the event; the domain only lists
+// what in it is personal).
+const idempotencyRecordedType = "IdempotencyRecorded.v1"
 
 // PersonalDataOf returns the personal data of events of eventType; ok is
 // false for a type that carries none.

@@ -28,6 +28,14 @@ var (
 	erasedValue  = []byte(strconv.Quote(domain.ErasedValue))
 )
 
+// erasedAs is what stands for an erased value of p's fields.
+func erasedAs(p domain.PersonalData) []byte {
+	if p.ErasedAs != "" {
+		return []byte(p.ErasedAs)
+	}
+	return erasedValue
+}
+
 // seal returns data with the personal values of an event of typ in
 // stream encrypted; data itself when the type carries none, or the event
 // holds none.
@@ -42,7 +50,7 @@ func (k *Keyring) seal(ctx context.Context, stream, typ string, data []byte) ([]
 		return nil, err
 	}
 	subject, personal, err := locate(data, ms, p)
-	if err != nil || personal == 0 {
+	if err != nil || personal == 0 || subject <= 0 && p.SubjectOptional {
 		return data, err
 	}
 	if subject <= 0 {
@@ -85,7 +93,7 @@ func (k *Keyring) seal(ctx context.Context, stream, typ string, data []byte) ([]
 // or, when its subject was erased, each replaced by domain.ErasedValue;
 // data itself when it holds nothing sealed. erased reports the latter.
 func (k *Keyring) open(ctx context.Context, stream, typ string, data []byte) (out []byte, erased bool, err error) {
-	if !bytes.Contains(data, sealedMember) {
+	if !mayBeSealed(data) {
 		return data, false, nil
 	}
 	p, ok := domain.PersonalDataOf(typ)
@@ -160,7 +168,7 @@ func (k *Keyring) open(ctx context.Context, stream, typ string, data []byte) (ou
 		case isPersonal(data, m, p):
 			out = append(out, data[last:m.valStart]...)
 			if erased {
-				out = append(out, erasedValue...)
+				out = append(out, erasedAs(p)...)
 			} else {
 				out = append(out, values[spans[n][0]:spans[n][1]]...)
 			}
@@ -170,6 +178,10 @@ func (k *Keyring) open(ctx context.Context, stream, typ string, data []byte) (ou
 	}
 	return append(out, data[last:]...), erased, nil
 }
+
+// mayBeSealed reports whether data may hold sealed values: whether it
+// names the sealed member anywhere.
+func mayBeSealed(data []byte) bool { return bytes.Contains(data, sealedMember) }
 
 // locate returns the subject of an event (the number in p.Subject; 0 when
 // absent) and how many of its members hold personal values.

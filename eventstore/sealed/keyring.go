@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +26,10 @@ type Keyring struct {
 	cache  map[int64]cipher.AEAD
 	limit  int
 	erased map[int64]bool // known erased: never cached again
+
+	// erasures counts Forget calls: caches of opened values keep nothing
+	// across one.
+	erasures atomic.Uint64
 
 	// createMu makes one caller create a batch of keys while the callers
 	// whose keys it makes wait for it, rather than each making its own.
@@ -197,6 +202,7 @@ func (k *Keyring) Forget(subject int64) {
 	delete(k.cache, subject)
 	k.erased[subject] = true
 	k.mu.Unlock()
+	k.erasures.Add(1)
 }
 
 // Erased reports whether subject's key was erased.

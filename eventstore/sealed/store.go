@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"tvsm/domain"
 	"tvsm/eventstore"
@@ -18,8 +19,9 @@ import (
 // domain.ErasedValue; everything below it (the backend's files, its
 // copies and backups) holds ciphertext only.
 type Store struct {
-	inner eventstore.Store
-	keys  *Keyring
+	inner  eventstore.Store
+	keys   *Keyring
+	recent *openedCache
 }
 
 // headStore is a store that reports its head, as every backend does.
@@ -31,7 +33,7 @@ type headStore interface {
 // Wrap returns inner sealed with keys. The result keeps inner's head and,
 // when inner has it, its multi-stream append.
 func Wrap(inner eventstore.Store, keys *Keyring) eventstore.Store {
-	s := &Store{inner: inner, keys: keys}
+	s := &Store{inner: inner, keys: keys, recent: newOpenedCache(8192)}
 	hs, head := inner.(headStore)
 	multi, isMulti := inner.(eventstore.MultiAppender)
 	switch {
@@ -168,9 +170,21 @@ func (s *Store) openAll(ctx context.Context, recs []eventstore.RecordedEvent) ([
 			}
 			continue
 		}
-		data, _, err := s.keys.open(ctx, rec.Stream, rec.Type, rec.Data)
-		if err != nil {
-			return nil, &OpenError{Stream: rec.Stream, Revision: rec.Revision, Err: err}
+		if !mayBeSealed(rec.Data) {
+			continue
+		}
+		gen := s.keys.erasures.Load()
+		data, ok := s.recent.get(rec.Position, gen)
+		if !ok {
+			var erased bool
+			var err error
+			data, erased, err = s.keys.open(ctx, rec.Stream, rec.Type, rec.Data)
+			if err != nil {
+				return nil, &OpenError{Stream: rec.Stream, Revision: rec.Revision, Err: err}
+			}
+			if !erased && !same(data, rec.Data) {
+				s.recent.put(rec.Position, data, gen)
+			}
 		}
 		if same(data, rec.Data) {
 			continue
@@ -207,3 +221,43 @@ func (e *OpenError) Error() string {
 }
 
 func (e *OpenError) Unwrap() error { return e.Err }
+
+// openedCache keeps the opened data of the events opened last, by
+// position: the node's subscriptions (read model, statistics, dispatcher)
+// receive the same events at about the same time, and open each once
+// between them. An entry is served only under the generation it was put
+// with, the keyring's count of erasures: after an erasure, here or seen in
+// the log, nothing opened before it is served again.
+type openedCache struct {
+	mu    sync.Mutex
+	data  map[eventstore.Position]openedEntry
+	order []eventstore.Position // a ring: the oldest is evicted first
+	next  int
+}
+
+type openedEntry struct {
+	gen  uint64
+	data []byte
+}
+
+func newOpenedCache(size int) *openedCache {
+	return &openedCache{data: make(map[eventstore.Position]openedEntry, size), order: make([]eventstore.Position, size)}
+}
+
+func (c *openedCache) get(p eventstore.Position, gen uint64) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.data[p]
+	return e.data, ok && e.gen == gen
+}
+
+func (c *openedCache) put(p eventstore.Position, d []byte, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.data[p]; !ok {
+		delete(c.data, c.order[c.next])
+		c.order[c.next] = p
+		c.next = (c.next + 1) % len(c.order)
+	}
+	c.data[p] = openedEntry{gen: gen, data: d}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -62,6 +63,11 @@ func (n eventNaming) keyedID(i int) eventstore.EventID {
 func naming(ctx context.Context, stream string, cmd any, meta RequestMeta) eventNaming {
 	if sc := scopeFrom(ctx); sc != nil {
 		sc.wrote.Store(true)
+		if id, ok := strings.CutPrefix(stream, "account-"); ok {
+			if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+				sc.subject.Store(n)
+			}
+		}
 		fp := fingerprint(cmd)
 		ord := sc.next(stream + "|" + fp)
 		return eventNaming{
@@ -110,12 +116,25 @@ type idemScope struct {
 	recovering bool
 	pins       *pins // the ids the request uses (Executor.NewID)
 	wrote      atomic.Bool
+	// subject is the account whose personal data the answer may carry
+	// (NoteSubject): the last account the request wrote to.
+	subject atomic.Int64
 
 	mu     sync.Mutex
 	counts map[string]int
 }
 
 type scopeKey struct{}
+
+// NoteSubject tells the idempotent request running in ctx, if any, that
+// its answer carries personal data of account id: the answer it records
+// is then sealed under that account's key, and erased with it. A command
+// on an account's stream notes its account by itself.
+func NoteSubject(ctx context.Context, id int64) {
+	if sc := scopeFrom(ctx); sc != nil {
+		sc.subject.Store(id)
+	}
+}
 
 func withScope(ctx context.Context, sc *idemScope) context.Context {
 	return context.WithValue(ctx, scopeKey{}, sc)

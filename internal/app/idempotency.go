@@ -115,7 +115,8 @@ func (x *Executor) Idempotent(ctx context.Context, req IdempotentRequest, do Ide
 			Error: derr.Error(), Unused: !scope.wrote.Load()}, req.Meta)
 		return 0, nil, derr
 	}
-	res, err = Execute(rec, x, stream, idemDecider, idemCmd{Op: idemRecord, Generation: started.Generation, Status: status, Body: body}, req.Meta)
+	res, err = Execute(rec, x, stream, idemDecider, idemCmd{Op: idemRecord, Generation: started.Generation, Status: status, Body: body,
+		Subject: scope.subject.Load()}, req.Meta)
 	if err == nil && len(res.Events) == 0 && res.State.Done && res.State.Generation == started.Generation {
 		return res.State.Status, res.State.Body, nil // a concurrent attempt recorded first
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"tvsm/domain"
 	"tvsm/eventstore"
 )
 
@@ -416,5 +418,29 @@ func TestIdempotentKeyFreeAfterAnUnusedFailure(t *testing.T) {
 	}
 	if _, _, err := x.Idempotent(e.ctx, request("k2", "another body"), s.do); !errors.Is(err, ErrIdempotencyMismatch) {
 		t.Fatalf("another body after a failed attempt that wrote: %v, want ErrIdempotencyMismatch", err)
+	}
+}
+
+// The domain's list of personal data names this package's record of an
+// idempotent answer by its type, with the members it has: the subject a
+// number, the body the answer (bytes, a base64 string in JSON).
+func TestIdempotencyRecordIsListedAsPersonal(t *testing.T) {
+	p, ok := domain.PersonalDataOf(IdempotencyRecordedType)
+	if !ok || p.Subject != "subject" || len(p.Fields) != 1 || p.Fields[0] != "body" || !p.SubjectOptional {
+		t.Fatalf("personal data of %s: %+v, %v", IdempotencyRecordedType, p, ok)
+	}
+	reg := domain.NewRegistry()
+	RegisterEvents(reg)
+	_, data, err := reg.Encode(IdempotencyRecorded{Generation: 1, Status: 200, Body: []byte(`{"login":"x"}`), Subject: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"subject":7`) || !strings.Contains(string(data), `"body":"`) {
+		t.Fatalf("encoded record %s", data)
+	}
+	// An erased body reads as null: the record still decodes.
+	e, err := reg.Decode(IdempotencyRecordedType, []byte(`{"generation":1,"status":200,"body":`+p.ErasedAs+`,"subject":7}`))
+	if err != nil || e.(IdempotencyRecorded).Body != nil {
+		t.Fatalf("an erased record: %+v, %v", e, err)
 	}
 }

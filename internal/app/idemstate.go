@@ -49,11 +49,15 @@ func (IdempotencyIDPinned) EventType() string { return IdempotencyIDPinnedType }
 
 // IdempotencyRecorded records the response of the request, replayed to
 // every retry until the TTL passes.
+//
+// Subject is the account whose personal data Body may carry (0: none);
+// Body is sealed under its key, and reads as null once it is erased.
 type IdempotencyRecorded struct {
 	Generation int       `json:"generation"`
 	Status     int       `json:"status"`
 	Body       []byte    `json:"body"`
 	At         time.Time `json:"at"`
+	Subject    int64     `json:"subject,omitempty"`
 }
 
 // EventType implements domain.Event.
@@ -125,6 +129,7 @@ type idemCmd struct {
 	ID         int64
 	Status     int
 	Body       []byte
+	Subject    int64
 	Error      string
 	Unused     bool
 }
@@ -202,7 +207,7 @@ func decideIdem(s idemState, c idemCmd, now time.Time) ([]domain.Event, error) {
 		if c.Generation != s.Generation || s.Done {
 			return nil, nil // the first recorded response stands
 		}
-		return []domain.Event{IdempotencyRecorded{Generation: c.Generation, Status: c.Status, Body: c.Body, At: now}}, nil
+		return []domain.Event{IdempotencyRecorded{Generation: c.Generation, Status: c.Status, Body: c.Body, At: now, Subject: c.Subject}}, nil
 	case idemFail:
 		if c.Generation != s.Generation || c.Attempt != s.Attempt || s.Done || s.Failed {
 			return nil, nil

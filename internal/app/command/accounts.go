@@ -150,20 +150,13 @@ func (h *Accounts) reserveLogin(ctx context.Context, c app.Caller, provider int6
 	return err
 }
 
-// checkLegacyLogin refuses a login that a live account holds through a
-// reservation written before logins were hashed (app.LegacyLoginStream):
-// those are read, never written, so a store from before keeps its logins
-// unique.
-func (h *Accounts) checkLegacyLogin(ctx context.Context, provider int64, login string) error {
-	owner, err := h.w.x.Holder(ctx, app.LegacyLoginStream(provider, login))
-	if err != nil || owner == "" {
-		return err
-	}
-	alive, err := h.holds(provider, login)(ctx, owner)
-	if err != nil {
-		return err
-	}
-	if alive {
+// checkLegacyLogin refuses a login that a live account of a store written
+// before logins were hashed holds through its old reservation stream
+// ("login-{provider}-{login}", no longer written): the read model knows
+// those accounts, and asking it costs a map lookup where reading the old
+// stream would cost a store read on every create.
+func (h *Accounts) checkLegacyLogin(_ context.Context, provider int64, login string) error {
+	if _, taken := h.w.model.AccountByLogin(provider, login); taken {
 		return domain.NewValidationError("login", problemTaken)
 	}
 	return nil

@@ -45,6 +45,7 @@ func (h *Networks) Create(ctx context.Context, c app.Caller, in NetworkInput) (r
 		return readmodel.AccountNetwork{}, err
 	}
 	cmd.ID = id
+	app.NoteSubject(ctx, account) // the answer shows the network
 	if _, err := execute(ctx, w, c, cmd.Stream(), domain.NetworksDecider(), domain.NetworkCommand(cmd)); err != nil {
 		return readmodel.AccountNetwork{}, err
 	}
@@ -69,6 +70,7 @@ func (h *Networks) Update(ctx context.Context, c app.Caller, id int64, in Networ
 		}
 	}
 	cmd := domain.ChangeAccountNetwork{Provider: cur.Provider, ID: id, Network: in.Network, Account: in.Account, Description: in.Description}
+	app.NoteSubject(ctx, in.Account.Or(cur.Account))
 	if _, err := execute(ctx, w, c, cmd.Stream(), domain.NetworksDecider(), domain.NetworkCommand(cmd)); err != nil {
 		return readmodel.AccountNetwork{}, err
 	}
@@ -83,6 +85,7 @@ func (h *Networks) Delete(ctx context.Context, c app.Caller, id int64) (readmode
 		return readmodel.AccountNetwork{}, err
 	}
 	cmd := domain.RemoveAccountNetwork{Provider: cur.Provider, ID: id}
+	app.NoteSubject(ctx, cur.Account)
 	if _, err := execute(ctx, w, c, cmd.Stream(), domain.NetworksDecider(), domain.NetworkCommand(cmd)); err != nil {
 		return readmodel.AccountNetwork{}, err
 	}
