@@ -91,11 +91,21 @@ func TestEraseAccountForGood(t *testing.T) {
 	for _, k := range []string{"fullname", "main_address", "contract_info", "account_desc", "remote_custom_field"} {
 		body[k] = c[k]
 	}
-	acc := p.ok(t, http.MethodPost, "/accounts", body)
+	// With an Idempotency-Key, whose record keeps the answer for retries.
+	keyed := http.Header{"Idempotency-Key": {"erase-canary-create"}}
+	status, created := p.doHeader(t, http.MethodPost, "/accounts", body, keyed)
+	if status != http.StatusOK {
+		t.Fatalf("create: %d %s", status, created)
+	}
+	acc := decodeObj(t, created)
 	id := acc.id(t)
 	p.ok(t, http.MethodPut, fmt.Sprintf("/accounts/%d", id), map[string]any{"fullname": c["renamed"]})
 	dev := p.ok(t, http.MethodPost, "/devices", map[string]any{"account": id, "unique_id": c["unique_id"], "mac": c["mac"]})
-	p.ok(t, http.MethodPost, "/account_network", map[string]any{"account": id, "network": c["network"], "description": c["description"]})
+	status, _ = p.doHeader(t, http.MethodPost, "/account_network", map[string]any{"account": id, "network": c["network"], "description": c["description"]},
+		http.Header{"Idempotency-Key": {"erase-canary-network"}})
+	if status != http.StatusOK {
+		t.Fatalf("network: %d", status)
+	}
 	sub := p.ok(t, http.MethodPost, "/account_subscriptions", map[string]any{"account": id, "tarif": tariff, "start": "2020-01-01T00:00:00Z"})
 	other := p.ok(t, http.MethodPost, "/accounts", accountBody(prov, "bystander")).id(t)
 
@@ -127,6 +137,20 @@ func TestEraseAccountForGood(t *testing.T) {
 	p = superClient(env)
 	if got := p.ok(t, http.MethodGet, fmt.Sprintf("/accounts/%d", id), nil); got.str(t, "main_address") != c["main_address"] {
 		t.Fatalf("account after a restart from the sealed snapshot: %v", got)
+	}
+
+	// The export holds everything, in plain text for the operator.
+	export := func(env *nodetest.Env) []byte {
+		t.Helper()
+		status, doc := env.Super(t, http.MethodGet, fmt.Sprintf("/api/provider/accounts/%d/export", id), nil)
+		if status != http.StatusOK {
+			t.Fatalf("export: %d %s", status, doc)
+		}
+		return doc
+	}
+	if doc := export(env); !bytes.Contains(doc, []byte(c["unique_id"])) || !bytes.Contains(doc, []byte(c["description"])) ||
+		!bytes.Contains(doc, []byte(c["renamed"])) || !bytes.Contains(doc, []byte(`"type":"AccountCreated.v2"`)) {
+		t.Errorf("export before erasure lacks the subscriber's data: %s", doc)
 	}
 
 	// An account still subscribed is not erased without force.
@@ -162,8 +186,24 @@ func TestEraseAccountForGood(t *testing.T) {
 		if !bytes.Contains(hist, []byte(`"erased"`)) || !bytes.Contains(hist, []byte("account erased")) {
 			t.Errorf("history does not show the erasure: %s", hist)
 		}
+		doc := export(env)
+		for field, v := range eraseCanaries {
+			if bytes.Contains(doc, []byte(v)) {
+				t.Errorf("export after erasure shows %s", field)
+			}
+		}
+		if !bytes.Contains(doc, []byte(`"account":null`)) || !bytes.Contains(doc, []byte(`"AccountErased.v1"`)) {
+			t.Errorf("export after erasure: %s", doc)
+		}
 	}
 	checkErased(t, env)
+	// A retry of the keyed create no longer shows what it answered.
+	status, replay := p.doHeader(t, http.MethodPost, "/accounts", body, keyed)
+	for field, v := range eraseCanaries {
+		if bytes.Contains(replay, []byte(v)) {
+			t.Errorf("the keyed create's replay shows %s: %d %s", field, status, replay)
+		}
+	}
 	// The login is free again.
 	again := p.ok(t, http.MethodPost, "/accounts", accountBody(prov, c["login"]))
 	if again.id(t) == id {

@@ -110,12 +110,20 @@ type AccountEraser interface {
 	Erase(ctx context.Context, c app.Caller, id int64, force bool) error
 }
 
+// AccountExporter gathers everything held about an account;
+// *query.Accounts implements it.
+type AccountExporter interface {
+	Export(ctx context.Context, c app.Caller, id int64) (query.Export, error)
+}
+
 // ProviderAPI is what the Provider API (/api/provider) needs.
 type ProviderAPI struct {
 	Accounts     Writes[query.AccountView, command.AccountInput]
 	AccountReads AccountReads
-	// AccountErasure serves POST /accounts/{id}/erase; nil leaves it out.
+	// AccountErasure serves POST /accounts/{id}/erase and AccountExport
+	// GET /accounts/{id}/export; nil leaves each out.
 	AccountErasure    AccountEraser
+	AccountExport     AccountExporter
 	Subscriptions     Writes[readmodel.Subscription, command.SubscriptionInput]
 	SubscriptionReads Reads[readmodel.Subscription, readmodel.SubscriptionQuery]
 	// DeviceSubscriptions are the devices' own subscriptions

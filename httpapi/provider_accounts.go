@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"encoding/json"
+	"time"
+
 	"github.com/gin-gonic/gin"
 
 	"tvsm/httpapi/wire"
@@ -122,4 +125,91 @@ func (h *providerHandlers) eraseAccount(c *gin.Context) {
 		return
 	}
 	providerJSON(c, gin.H{"id": id, "erased": true})
+}
+
+// providerExportJSON is GET /accounts/{id}/export: everything held about
+// the subscriber, in the Provider API's own shapes where it has one.
+type providerExportJSON struct {
+	Account       *providerAccountJSON       `json:"account"`
+	History       []providerHistoryJSON      `json:"history"`
+	Events        []providerExportEventJSON  `json:"events"`
+	Devices       []providerDeviceJSON       `json:"devices"`
+	Subscriptions []providerSubscriptionJSON `json:"subscriptions"`
+	Networks      []providerNetworkJSON      `json:"networks"`
+	Receipts      []providerReceiptJSON      `json:"receipts"`
+}
+
+type providerExportEventJSON struct {
+	Stream    string          `json:"stream"`
+	Revision  uint64          `json:"revision"`
+	Type      string          `json:"type"`
+	Time      wire.DateTime   `json:"time"`
+	Actor     string          `json:"actor"`
+	RequestID string          `json:"request_id"`
+	Data      json.RawMessage `json:"data"`
+}
+
+type providerReceiptJSON struct {
+	SendID    int64          `json:"send_id"`
+	Index     int            `json:"index"`
+	Command   string         `json:"command"`
+	Device    int64          `json:"device"`
+	Status    string         `json:"status"`
+	Sent      *wire.DateTime `json:"sent"`
+	Acked     *wire.DateTime `json:"acked"`
+	Confirmed *wire.DateTime `json:"confirmed"`
+}
+
+// exportAccount answers everything held about the account (AccountExporter).
+func (h *providerHandlers) exportAccount(c *gin.Context) {
+	id, err := providerPathID(c)
+	if err != nil {
+		WriteError(c, err)
+		return
+	}
+	x, err := h.api.AccountExport.Export(c.Request.Context(), callerOf(c), id)
+	if err != nil {
+		WriteError(c, err)
+		return
+	}
+	doc := providerExportJSON{
+		History: make([]providerHistoryJSON, len(x.History)), Events: make([]providerExportEventJSON, len(x.Events)),
+		Devices: make([]providerDeviceJSON, len(x.Devices)), Subscriptions: make([]providerSubscriptionJSON, len(x.Subscriptions)),
+		Networks: make([]providerNetworkJSON, len(x.Networks)), Receipts: make([]providerReceiptJSON, len(x.Receipts)),
+	}
+	if x.Account != nil {
+		a := providerAccount(*x.Account)
+		doc.Account = &a
+	}
+	for i, e := range x.History {
+		doc.History[i] = providerHistory(e)
+	}
+	for i, e := range x.Events {
+		doc.Events[i] = providerExportEventJSON{Stream: e.Stream, Revision: e.Revision, Type: e.Type, Time: wire.NewDateTime(e.Time, nil),
+			Actor: e.Actor, RequestID: e.RequestID, Data: e.Data}
+	}
+	for i, d := range x.Devices {
+		doc.Devices[i] = providerDevice(d, h.api.DeviceOnline)
+	}
+	for i, s := range x.Subscriptions {
+		doc.Subscriptions[i] = providerSubscription(s)
+	}
+	for i, n := range x.Networks {
+		doc.Networks[i] = providerNetwork(n)
+	}
+	for i, r := range x.Receipts {
+		doc.Receipts[i] = providerReceiptJSON{SendID: r.SendID, Index: r.Index, Command: string(r.Kind), Device: r.Receipt.Device,
+			Status: string(r.Receipt.Status), Sent: optionalDateTime(r.Receipt.Sent), Acked: optionalDateTime(r.Receipt.Acked),
+			Confirmed: optionalDateTime(r.Receipt.Confirmed)}
+	}
+	providerJSON(c, doc)
+}
+
+// optionalDateTime is t in the API's form; nil when zero.
+func optionalDateTime(t time.Time) *wire.DateTime {
+	if t.IsZero() {
+		return nil
+	}
+	d := wire.NewDateTime(t, nil)
+	return &d
 }

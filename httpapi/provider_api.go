@@ -19,6 +19,7 @@ import (
 //	DELETE /accounts/{id}              delete; releases the login
 //	GET    /accounts/{id}/history      every change with actor, time and field diff
 //	POST   /accounts/{id}/erase        erase its personal data for good (force=true: even if subscribed)
+//	GET    /accounts/{id}/export       everything held about it, one JSON document
 //	POST   /accounts/bulk              NDJSON records, created or updated by login; NDJSON results
 //	GET    /account_subscriptions      list (account, tarif, provider)
 //	POST   /account_subscriptions      create; with "id": partial update
@@ -52,6 +53,9 @@ func mountProvider(g *gin.RouterGroup, api ProviderAPI, idem Idempotency) {
 	g.GET("/accounts/:id/history", h.accountHistory)
 	if api.AccountErasure != nil {
 		g.POST("/accounts/:id/erase", h.eraseAccount)
+	}
+	if api.AccountExport != nil {
+		g.GET("/accounts/:id/export", h.exportAccount)
 	}
 	g.POST("/accounts/bulk", h.accountsBulk)
 	providerSubscriptions(api, idem).mount(g)

@@ -15,6 +15,9 @@ var ErrForbidden = errors.New("outside the admin's provider scope")
 // if the client sent one. Commands and queries check the scope themselves.
 type Caller struct {
 	Admin string
+	// System marks work the node does by itself (retention): its events
+	// are the system actor's.
+	System bool
 	// Scope is the provider a provider-scoped admin may touch; nil for a
 	// superadmin.
 	Scope          *int64
@@ -24,6 +27,9 @@ type Caller struct {
 
 // Meta is the metadata of the events the caller's commands append.
 func (c Caller) Meta() RequestMeta {
+	if c.System {
+		return RequestMeta{Actor: domain.SystemActor(), RequestID: c.RequestID}
+	}
 	return RequestMeta{Actor: domain.AdminActor(c.Admin), RequestID: c.RequestID}
 }
 

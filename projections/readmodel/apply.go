@@ -207,6 +207,9 @@ func applyVersioned[K comparable, T any](m map[K]versioned[T], key K, c *change,
 func (s *state) applyAccount(evolve func(domain.Account, domain.Event) domain.Account, c *change) {
 	if t, dead := s.deleted[c.id]; dead {
 		t.rev = max(t.rev, c.rev)
+		if _, ok := c.event.(domain.AccountErased); ok {
+			t.erased = true
+		}
 		s.deleted[c.id] = t
 		return
 	}
@@ -224,7 +227,7 @@ func (s *state) applyAccount(evolve func(domain.Account, domain.Event) domain.Ac
 		if old != nil {
 			s.removeAccount(old)
 		}
-		s.deleted[c.id] = tombstone{rev: c.rev, provider: next.Provider}
+		s.deleted[c.id] = tombstone{rev: c.rev, provider: next.Provider, at: stampOf(c.at), erased: next.Erased}
 		return
 	case !next.Exists():
 		return // an event before AccountCreated: nothing to show yet

@@ -23,18 +23,21 @@ import (
 //	    id, provider, created, updated, region (varint) | rev, flags (uvarint) | limit (varint) | data (string)
 //	    subscriptions: count | each id, tariff, start, start ns, stop, stop ns, device, time shift (varints)
 //	    devices: count | each id, created, first, last, device type (varint) | class, flags (byte) | text (string)
-//	tombstones: count | each id (varint), rev (uvarint), provider (varint)
+//	tombstones: count | each id (varint), rev (uvarint), provider (varint), deleted at (varint), erased (byte)
 //	authorisation drops of providers, accounts, devices: three times count | each id (varint), commit position (uvarint)
 //	end: magic "END"
 //
-// Format 4 is format 3 with the personal text sealed (SealSnapshots): an
+// Format 5 added when each deleted account was deleted, and whether it was
+// erased (what retention needs); format 6 is format 5 with the personal
+// text sealed (SealSnapshots): an
 // account's data and each device's text are sealed blobs (empty: the
 // subscriber was erased), and the account networks leave the catalog for
 // a section of their own after it:
 //
 //	networks: count | each provider (varint), rev (uvarint), count | each id, account (varint), sealed JSON of network and description (bytes)
 //
-// Format 2 added the authorisation state; a format 1 snapshot was taken
+// Older formats are refused (the node replays the log). Format 2 added the
+// authorisation state; a format 1 snapshot was taken
 // without the command streams, so it cannot be completed from the log's
 // tail and is refused (the node replays the whole log). Format 3 added
 // the TVIP fields (updated, region ids, device subscriptions, the
@@ -42,8 +45,8 @@ import (
 // format 2 snapshot lacks what it did not keep, so it is refused too.
 const (
 	snapMagic    = "TVSMRM"
-	snapFormat   = 3
-	sealedFormat = 4
+	snapFormat   = 5
+	sealedFormat = 6
 	snapEnd      = "END"
 	flushAt      = 64 << 10
 	maxSnapText  = 1 << 24 // no string in a snapshot is longer
@@ -96,6 +99,12 @@ func (c *capture) encode(w io.Writer) error {
 		e.varint(t.id)
 		e.uvarint(t.rev)
 		e.varint(t.provider)
+		e.varint(t.at.Unix())
+		erased := byte(0)
+		if t.erased {
+			erased = 1
+		}
+		e.buf = append(e.buf, erased)
 	}
 	for _, l := range c.drops {
 		e.uvarint(uint64(len(l)))
@@ -240,8 +249,8 @@ func decodeState(r io.Reader, sealer TextSealer) (*state, error) {
 		return nil, err
 	}
 	for n := d.count(); n > 0 && d.err == nil; n-- {
-		id, rev, provider := d.varint(), d.uvarint(), d.varint()
-		s.deleted[id] = tombstone{rev: rev, provider: provider}
+		id, rev, provider, at, erased := d.varint(), d.uvarint(), d.varint(), stampOf(d.varint()), d.byte()
+		s.deleted[id] = tombstone{rev: rev, provider: provider, at: at, erased: erased == 1}
 	}
 	for _, m := range s.drops.all() {
 		for n := d.count(); n > 0 && d.err == nil; n-- {

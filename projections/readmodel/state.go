@@ -44,6 +44,8 @@ type state struct {
 type tombstone struct {
 	rev      uint64
 	provider int64
+	at       stamp // when it was deleted (or erased, if never deleted)
+	erased   bool
 }
 
 // versioned is a small entity with the revision of the last event of its

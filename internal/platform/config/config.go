@@ -58,6 +58,9 @@ type Config struct {
 	// MasterKey is the master key itself, for deployments that pass
 	// secrets in the environment (TVSM_MASTER_KEY).
 	MasterKey string
+	// EraseDeletedAfter erases the accounts deleted longer ago than this,
+	// by a daily job; zero never does.
+	EraseDeletedAfter time.Duration
 	// EventStore is "embedded" or an EventStoreDB URL (esdb://, esdb+discover://).
 	EventStore string
 	// Stats is "embedded" or a ClickHouse URL (clickhouse://).
@@ -282,6 +285,24 @@ var settings = []setting{
 			return nil
 		},
 		get: func(c *Config) string { return c.MasterKey },
+	},
+	{
+		key: "erase_deleted_after",
+		usage: "erase the personal data of accounts deleted longer ago than this `duration` (1095d, 8760h), " +
+			"by a daily job; empty: never",
+		set: func(c *Config, v string) error {
+			if strings.TrimSpace(v) == "" {
+				c.EraseDeletedAfter = 0
+				return nil
+			}
+			d, err := parseDays(v)
+			if err != nil {
+				return err
+			}
+			c.EraseDeletedAfter = d
+			return nil
+		},
+		get: func(c *Config) string { return formatDays(c.EraseDeletedAfter) },
 	},
 	{
 		key:   "eventstore",
@@ -631,6 +652,31 @@ func parseBool(v string) (bool, error) {
 		return false, fmt.Errorf("%q is not true or false", v)
 	}
 	return b, nil
+}
+
+// parseDays reads a positive duration given in days ("1095d") or as Go
+// writes durations ("8760h").
+func parseDays(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if n, ok := strings.CutSuffix(v, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days <= 0 || days > 100*366 {
+			return 0, fmt.Errorf("%q is not a number of days such as 1095d", v)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	return parsePositiveDuration(v)
+}
+
+// formatDays writes d as parseDays reads it: whole days as "Nd".
+func formatDays(d time.Duration) string {
+	switch {
+	case d == 0:
+		return ""
+	case d%(24*time.Hour) == 0:
+		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+	}
+	return d.String()
 }
 
 func parsePositiveDuration(v string) (time.Duration, error) {

@@ -246,6 +246,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "log format", args: []string{"--log-format", "xml"}, want: []string{"-log-format", "xml"}},
 		{name: "duration without unit", file: "shutdown_timeout: 10\n", want: []string{`key "shutdown_timeout"`, "not a duration"}},
 		{name: "commit delay too long", file: "commit_delay: 50ms\n", want: []string{`key "commit_delay"`, "between 0 and 10ms"}},
+		{name: "retention in days", file: "erase_deleted_after: 3y\n", want: []string{`key "erase_deleted_after"`, "not a duration"}},
+		{name: "retention of no days", args: []string{"--erase-deleted-after", "0d"}, want: []string{"-erase-deleted-after", "number of days"}},
 		{name: "commit delay negative", args: []string{"--commit-delay", "-1ms"}, want: []string{"-commit-delay", "between 0 and 10ms"}},
 		{name: "negative duration", env: map[string]string{"TVSM_READ_YOUR_WRITES_TIMEOUT": "-1s"}, want: []string{"env TVSM_READ_YOUR_WRITES_TIMEOUT", "positive"}},
 		{name: "unknown time zone", args: []string{"--eod-timezone", "Mars/Olympus"}, want: []string{"-eod-timezone", "unknown time zone"}},
@@ -408,4 +410,16 @@ func FuzzParseNetworks(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestEraseDeletedAfterTakesDays(t *testing.T) {
+	for in, want := range map[string]time.Duration{"1095d": 1095 * 24 * time.Hour, "8760h": 8760 * time.Hour, " 30d ": 30 * 24 * time.Hour} {
+		got, err := parseDays(in)
+		if err != nil || got != want {
+			t.Errorf("parseDays(%q) = %v, %v; want %v", in, got, err, want)
+		}
+		if back, err := parseDays(formatDays(got)); err != nil || back != got {
+			t.Errorf("%q does not survive formatDays: %q", in, formatDays(got))
+		}
+	}
 }

@@ -119,6 +119,11 @@ type Options struct {
 	// Nodes on a shared store (EventStoreDB) must be given the same one.
 	MasterKey     *sealed.MasterKey
 	MasterKeyFile string
+	// EraseDeletedAfter, when positive, erases the accounts deleted
+	// longer ago than this, by a job on RetentionSpec (a cron spec, UTC;
+	// default DefaultRetentionSpec).
+	EraseDeletedAfter time.Duration
+	RetentionSpec     string
 	// Keys is the store of the subscribers' data keys; nil picks the key
 	// streams of a store that can tombstone them, else a key file in
 	// DataDir/keys.
@@ -255,6 +260,7 @@ func (n *Node) steps() []step {
 		{"command gateway", n.startGateway},
 		{"http", n.buildHTTP},
 		{"snapshot schedule", n.scheduleSnapshots},
+		{"retention", n.scheduleRetention},
 	}
 }
 
@@ -394,7 +400,7 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 		Auth:        n.Auth,
 		Idempotency: n.Executor,
 		Provider: httpapi.ProviderAPI{
-			Accounts: cmds.Accounts, AccountReads: qs.Accounts, AccountErasure: cmds.Accounts,
+			Accounts: cmds.Accounts, AccountReads: qs.Accounts, AccountErasure: cmds.Accounts, AccountExport: qs.Accounts,
 			Subscriptions: cmds.Subscriptions, SubscriptionReads: qs.Subscriptions,
 			DeviceSubscriptions: cmds.DeviceSubscriptions, DeviceSubscriptionReads: qs.DeviceSubscriptions,
 			Devices: cmds.Devices, DeviceReads: qs.Devices, DeviceOnline: n.Hub.Connected,
