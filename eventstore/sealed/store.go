@@ -2,7 +2,9 @@ package sealed
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,42 +161,82 @@ func (sub *subscription) Recv(ctx context.Context) (eventstore.Batch, error) {
 // openAll returns recs with sealed values opened, copying the slice (not
 // the events' shared data) only when one was sealed. An erasure in recs
 // drops the subject's key from this node's cache: another node may have
-// erased it.
+// erased it. A long batch (a catch-up, a replay) is opened on every core:
+// opening is independent per event.
 func (s *Store) openAll(ctx context.Context, recs []eventstore.RecordedEvent) ([]eventstore.RecordedEvent, error) {
-	out := recs
 	for i := range recs {
-		rec := &recs[i]
-		if rec.Type == domain.AccountErasedType {
-			if id, ok := accountOf(rec.Stream); ok {
+		if recs[i].Type == domain.AccountErasedType {
+			if id, ok := accountOf(recs[i].Stream); ok {
 				s.keys.Forget(id)
 			}
-			continue
 		}
-		if !mayBeSealed(rec.Data) {
-			continue
-		}
-		gen := s.keys.erasures.Load()
-		data, ok := s.recent.get(rec.Position, gen)
-		if !ok {
-			var erased bool
-			var err error
-			data, erased, err = s.keys.open(ctx, rec.Stream, rec.Type, rec.Data)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if len(recs) < parallelOpen || workers == 1 {
+		out := recs
+		for i := range recs {
+			data, err := s.openOne(ctx, &recs[i], true)
 			if err != nil {
-				return nil, &OpenError{Stream: rec.Stream, Revision: rec.Revision, Err: err}
+				return nil, err
 			}
-			if !erased && !same(data, rec.Data) {
-				s.recent.put(rec.Position, data, gen)
+			if same(data, recs[i].Data) {
+				continue
 			}
+			if &out[0] == &recs[0] {
+				out = slices.Clone(recs)
+			}
+			out[i].Data = data
 		}
-		if same(data, rec.Data) {
-			continue
-		}
-		if &out[0] == &recs[0] {
-			out = slices.Clone(recs)
-		}
-		out[i].Data = data
+		return out, nil
+	}
+	out := slices.Clone(recs)
+	errs := make([]error, workers)
+	chunk := (len(recs) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, len(recs))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				data, err := s.openOne(ctx, &recs[i], false)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				out[i].Data = data
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// parallelOpen is the batch length from which openAll uses every core.
+const parallelOpen = 256
+
+// openOne returns rec's data with its sealed values opened; rec.Data
+// itself when it holds none. keep shares what it opens with the other
+// subscriptions (live batches, which they all receive at about the same
+// time; a long catch-up batch is rarely read twice, and keeping it would
+// only serialise its workers on the cache).
+func (s *Store) openOne(ctx context.Context, rec *eventstore.RecordedEvent, keep bool) ([]byte, error) {
+	if rec.Type == domain.AccountErasedType || !mayBeSealed(rec.Data) {
+		return rec.Data, nil
+	}
+	gen := s.keys.erasures.Load()
+	if data, ok := s.recent.get(rec.Position, gen); ok {
+		return data, nil
+	}
+	data, erased, err := s.keys.open(ctx, rec.Stream, rec.Type, rec.Data)
+	if err != nil {
+		return nil, &OpenError{Stream: rec.Stream, Revision: rec.Revision, Err: err}
+	}
+	if keep && !erased && !same(data, rec.Data) {
+		s.recent.put(rec.Position, data, gen)
+	}
+	return data, nil
 }
 
 // accountOf returns the id of an account stream's account.
