@@ -300,3 +300,6 @@ const usersXML = `<?xml version="1.0"?>
     <quotas><default></default></quotas>
 </yandex>
 `
+
+// Dir is the server's directory: its configuration, log and data.
+func (s *Server) Dir() string { return s.dir }

@@ -48,9 +48,13 @@ type Env struct {
 	SuperLogin    string
 	SuperPassword string
 	Node          *node.Node
-	Store         *embedded.Store
-	Client        *http.Client
-	close         func()
+	// Store is the embedded store the node runs on, below the seal (what
+	// its files hold); nil when it runs on another backend (Options.Store).
+	Store  *embedded.Store
+	Client *http.Client
+	close  func()
+	// backend is the store the node was started on, whatever it is.
+	backend eventstore.Store
 }
 
 // Close stops the node and closes its store; the test's cleanup calls it
@@ -82,10 +86,10 @@ type Options struct {
 	PasswordChecks int
 	// DeviceTokenTTL is the lifetime of device tokens (default 30 days).
 	DeviceTokenTTL time.Duration
-	// Store, when set, is used instead of a new store in Dir, and is left
-	// open at the end: give a second Env the first one's Store to run two
-	// nodes on one log.
-	Store *embedded.Store
+	// Store, when set, is used instead of a new embedded store in Dir, and
+	// is left open at the end: another backend (an EventStoreDB client),
+	// or one that nodes share (Share does that).
+	Store eventstore.Store
 	// Timers drives the command dispatcher's delivery rules (default the
 	// system clock); pass the testutil.Clock whose Now is Clock.
 	Timers schedule.Clock
@@ -152,7 +156,7 @@ func StartWith(t testing.TB, o Options) *Env {
 	}
 	var keys sealed.KeyStore
 	if o.Share != nil {
-		o.Store, keys, o.MasterKey = o.Share.Store, o.Share.Node.Keys.Store(), o.Share.Node.Keys.Master()
+		o.Store, keys, o.MasterKey = o.Share.backend, o.Share.Node.Keys.Store(), o.Share.Node.Keys.Master()
 	}
 	store, closeStore := o.Store, func() error { return nil }
 	// Nodes on a store that holds the keys in streams (a shared one) share
@@ -162,13 +166,13 @@ func StartWith(t testing.TB, o Options) *Env {
 		o.MasterKey = SharedMasterKey
 	}
 	if store == nil {
-		var err error
-		store, err = embedded.Open(filepath.Join(o.Dir, "events"), embedded.Options{Logger: o.Logger})
+		opened, err := embedded.Open(filepath.Join(o.Dir, "events"), embedded.Options{Logger: o.Logger})
 		if err != nil {
 			t.Fatalf("nodetest: open store: %v", err)
 		}
-		closeStore = store.Close
+		store, closeStore = opened, opened.Close
 	}
+	embeddedStore, _ := store.(*embedded.Store)
 	if o.Billing.AllowedNetworks == nil {
 		o.Billing.AllowedNetworks = billingtest.LoopbackNetworks()
 	}
@@ -206,7 +210,8 @@ func StartWith(t testing.TB, o Options) *Env {
 		})
 	}
 	t.Cleanup(closeEnv)
-	return &Env{URL: srv.URL, SuperLogin: SuperLogin, SuperPassword: SuperPassword, Node: n, Store: store, Client: srv.Client(), close: closeEnv}
+	return &Env{URL: srv.URL, SuperLogin: SuperLogin, SuperPassword: SuperPassword, Node: n, Store: embeddedStore, Client: srv.Client(), close: closeEnv,
+		backend: store}
 }
 
 // Do sends a request with Basic credentials (none when login is empty) and
@@ -279,7 +284,7 @@ func (e *Env) Super(t testing.TB, method, path string, body any) (int, []byte) {
 // node's read model has applied it. It returns the event's position.
 func (e *Env) AppendEvent(t testing.TB, stream string, ev domain.Event) eventstore.Position {
 	t.Helper()
-	rec := record.Log{Store: e.Store, Registry: e.Node.Registry}
+	rec := record.Log{Store: e.Node.Store, Registry: e.Node.Registry} // through the seal, as the node writes
 	meta := domain.Metadata{OccurredAt: time.Now(), Actor: domain.SystemActor(), RequestID: "nodetest"}
 	res, err := rec.Record(context.Background(), stream, eventstore.Any, []domain.Event{ev}, meta, record.Random())
 	if err != nil {
