@@ -54,6 +54,7 @@ Usage:
   tvsm rebuild readmodel|stats [--verify]  rebuild or check a projection in a running node (tvsm rebuild -h)
   tvsm billing-check URL  check an operator's billing system (tvsm billing-check -h)
   tvsm import tvip --from URL  copy a TVIP TMS into a node, every id kept (tvsm import -h)
+  tvsm keys rotate --data DIR --new-master-key-file FILE  rewrap a stopped node's keys (tvsm keys -h)
   tvsm version          print the version and build information
   tvsm help [command]   print this text, or a command's flags
 `
@@ -82,6 +83,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitCode("billing-check", billingCheckCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
 	case "import":
 		return exitCode("import", importCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
+	case "keys":
+		return exitCode("keys", keysCmd(ctx, rest, stdout, stderr), stderr)
 	case "version":
 		if len(rest) > 0 {
 			fmt.Fprintf(stderr, "tvsm version: unexpected argument %q\n", rest[0])
