@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -644,4 +645,74 @@ func TestConsoleOnDemo(t *testing.T) {
 	}
 	b.showListDiff()
 	b.shot("phone-demo-history")
+}
+
+// TestConsoleErasesAnAccount: on the account page, the erasure asks for
+// the login first (the button stays disabled until it is typed), refuses a
+// subscribed account without "even if a subscription has not ended" (the
+// API's cause shown), then erases it; the API answers 404 afterwards and
+// the export button works on another account.
+func TestConsoleErasesAnAccount(t *testing.T) {
+	env := nodetest.Start(t)
+	status, body := env.Super(t, "POST", "/api/admin/providers", map[string]any{"name": "Acme"})
+	if status != 200 {
+		t.Fatalf("provider: %d %s", status, body)
+	}
+	var id struct{ ID int64 }
+	create := func(path string, v map[string]any) int64 {
+		t.Helper()
+		status, body := env.Super(t, "POST", path, v)
+		if status != 200 || json.Unmarshal(body, &id) != nil {
+			t.Fatalf("%s: %d %s", path, status, body)
+		}
+		return id.ID
+	}
+	tariff := create("/api/admin/tariffs", map[string]any{"provider": 1, "name": "Basic"})
+	account := create("/api/provider/accounts", map[string]any{"provider": 1, "login": "erase-me", "pin_md5": "", "fullname": "Erin Erase"})
+	create("/api/provider/account_subscriptions", map[string]any{"account": account, "tarif": tariff, "start": "2020-01-01T00:00:00Z"})
+
+	ctx := browser.Start(t, browser.Options{Width: 1280, Height: 900})
+	b := &tab{t: t, ctx: ctx, url: env.URL, shots: browser.ScreenshotDir(t)}
+	b.signIn(env.SuperLogin, env.SuperPassword)
+	b.open(fmt.Sprintf("#/accounts/%d", account))
+	b.wait(`document.querySelector('main h1')?.textContent.includes('Erin Erase')`)
+	if evaluate[bool](b, `(async () => {
+		const created = [];
+		const orig = URL.createObjectURL;
+		URL.createObjectURL = (blob) => { created.push(blob); return orig(blob) };
+		[...document.querySelectorAll('button')].find(x => x.textContent === 'Export data').click();
+		for (let i = 0; i < 100 && created.length === 0; i++) await new Promise(r => setTimeout(r, 50));
+		return created.length === 1 && (await created[0].text()).includes('"AccountCreated.v2"');
+	})()`) != true {
+		t.Error("Export data did not offer the account's export")
+	}
+	clickButton(b, "Erase personal data…")
+	b.wait(`document.querySelector('input[name=confirm-login]') !== null`)
+	b.do(chromedp.SendKeys(chromedp.CSS(`input[name=confirm-login]`), "erase-m"))
+	if !evaluate[bool](b, `[...document.querySelectorAll('button')].find(x => x.textContent === 'Erase for good').disabled`) {
+		t.Fatal("the erase button is enabled before the login is typed in full")
+	}
+	b.do(chromedp.SendKeys(chromedp.CSS(`input[name=confirm-login]`), "e"))
+	b.wait(`![...document.querySelectorAll('button')].find(x => x.textContent === 'Erase for good').disabled`)
+	clickButton(b, "Erase for good")
+	b.wait(`document.querySelector('.status.error')?.textContent.includes('subscription')`)
+	if status, _ := env.Super(t, "GET", fmt.Sprintf("/api/provider/accounts/%d", account), nil); status != 200 {
+		t.Fatalf("the account answers %d after a refused erasure", status)
+	}
+	b.do(chromedp.Click(chromedp.CSS(`input[name=force]`)))
+	clickButton(b, "Erase for good")
+	b.wait(`document.querySelector('.erased h2')?.textContent === 'Account ` + fmt.Sprint(account) + ` is erased'`)
+	b.shot("account-erased")
+	if status, _ := env.Super(t, "GET", fmt.Sprintf("/api/provider/accounts/%d", account), nil); status != 404 {
+		t.Errorf("the erased account answers %d, want 404", status)
+	}
+}
+
+// clickButton clicks the page's button whose text is text.
+func clickButton(b *tab, text string) {
+	b.t.Helper()
+	if !evaluate[bool](b, `(() => { const x = [...document.querySelectorAll('button')].find(x => x.textContent === `+strconv.Quote(text)+`);
+		if (!x) return false; x.click(); return true })()`) {
+		b.fail("no button %q", text)
+	}
 }

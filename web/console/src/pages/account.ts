@@ -23,6 +23,7 @@ export async function accountPage(p: Page, id: number): Promise<void> {
   const subs = h('section', { class: 'card', 'aria-labelledby': 'acc-subs' }, h('h2', { id: 'acc-subs' }, 'Subscriptions'))
   const devs = h('section', { class: 'card', 'aria-labelledby': 'acc-devs' }, h('h2', { id: 'acc-devs' }, 'Devices'))
   const send = h('section', { class: 'card', 'aria-labelledby': 'acc-send' })
+  const eraseBox = h('div', { class: 'erase', 'aria-live': 'polite' })
   const hist = h('section', { class: 'card', 'aria-labelledby': 'acc-hist' }, h('h2', { id: 'acc-hist' }, 'History'))
   const columns = h('div', { class: 'columns' }, h('div', null, fields, subs, devs, send), hist)
   p.root.append(title, p.status, columns)
@@ -61,7 +62,44 @@ export async function accountPage(p: Page, id: number): Promise<void> {
         row('Address', a.main_address), row('Region', a.region_tag), row('Device limit', a.devices_per_account_limit ?? 'provider\'s'),
         row('Created', fmtTime(a.created)), row('Changed', fmtTime(a.updated)),
         row('Last online', a.last_online ? `${fmtTime(a.last_online)} (${ago(a.last_online)})` : 'never')),
-      h('div', { class: 'actions' }, toggle))
+      h('div', { class: 'actions' }, toggle,
+        h('button', { type: 'button', class: 'secondary', onclick: () => void exportData(a) }, 'Export data'),
+        h('button', { type: 'button', class: 'secondary danger', onclick: () => confirmErase(a) }, 'Erase personal data…')),
+      eraseBox)
+  }
+
+  // exportData downloads everything held about the subscriber
+  // (GET /accounts/{id}/export) as a JSON file.
+  async function exportData(a: Account): Promise<void> {
+    const doc = await p.guard('Exporting', () => get<unknown>(`/api/provider/accounts/${a.id}/export`, { signal: p.signal }))
+    if (doc === undefined) return
+    const url = URL.createObjectURL(new Blob([JSON.stringify(doc, null, 2)], { type: 'application/json' }))
+    const link = h('a', { href: url, download: `account-${a.id}-export.json` }) as HTMLAnchorElement
+    link.click()
+    setTimeout(() => URL.revokeObjectURL(url), 60000)
+  }
+
+  // confirmErase asks for the account's login before erasing it: an
+  // erasure cannot be undone.
+  function confirmErase(a: Account): void {
+    const typed = h('input', { type: 'text', name: 'confirm-login', autocomplete: 'off', 'aria-label': 'Login to confirm' }) as HTMLInputElement
+    const force = h('input', { type: 'checkbox', name: 'force' }) as HTMLInputElement
+    const go = h('button', { type: 'button', class: 'danger', disabled: true, onclick: async () => {
+      go.disabled = true
+      const done = await p.guard('Erasing', () => request<{ id: number; erased: boolean }>('POST',
+        `/api/provider/accounts/${a.id}/erase${force.checked ? '?force=true' : ''}`))
+      if (!done) { go.disabled = false; return }
+      columns.replaceWith(h('section', { class: 'card erased' }, h('h2', null, `Account ${a.id} is erased`),
+        h('p', null, 'Its personal data can no longer be read anywhere; its history keeps the facts, every personal value as “erased”.')))
+      title.querySelector('h1')!.textContent = `Account ${a.id} (erased)`
+    } }, 'Erase for good') as HTMLButtonElement
+    typed.addEventListener('input', () => { go.disabled = typed.value !== a.login })
+    replace(eraseBox,
+      h('p', { class: 'warn' }, 'Erasing destroys the key this subscriber\'s personal data is encrypted under: it cannot be undone. Type the login, ',
+        h('code', null, a.login), ', to confirm.'),
+      typed, h('label', null, force, ' even if a subscription has not ended'),
+      h('div', { class: 'actions' }, go, h('button', { type: 'button', class: 'secondary', onclick: () => eraseBox.replaceChildren() }, 'Cancel')))
+    typed.focus()
   }
 
   async function loadSubs(): Promise<void> {
