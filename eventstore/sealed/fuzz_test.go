@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"tvsm/domain"
@@ -80,4 +82,44 @@ func mustMaster(tb testing.TB) *MasterKey {
 		tb.Fatal(err)
 	}
 	return m
+}
+
+// FuzzParseMasterKey: a master key file or TVSM_MASTER_KEY of any content
+// gives a key or an error, never a panic, and a key only from 32 bytes.
+func FuzzParseMasterKey(f *testing.F) {
+	f.Add([]byte(" dHZzbSB0ZXN0IG1hc3RlciBrZXksIDMyIGJ5dGVzISE=\n"))
+	f.Add([]byte("short"))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		m, err := ParseMasterKey(text)
+		if err == nil && m == nil {
+			t.Fatal("no key and no error")
+		}
+	})
+}
+
+// FuzzOpenFileKeys: a key file damaged in any way opens (a torn tail is
+// dropped, a damaged record counts as an erasure) or fails, never panics,
+// and every key it hands out has the wrapped length.
+func FuzzOpenFileKeys(f *testing.F) {
+	good := append(record(stateKey, 7, WrappedKey{Data: bytes.Repeat([]byte{1}, wrappedLen)}), record(stateErase, 8, WrappedKey{})...)
+	f.Add(good)
+	f.Add(good[:100])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, FileKeysName), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := OpenFileKeys(dir)
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		for subject := range s.index {
+			k, err := s.Load(context.Background(), subject)
+			if err == nil && len(k.Data) != wrappedLen {
+				t.Fatalf("subject %d: a key of %d bytes", subject, len(k.Data))
+			}
+		}
+	})
 }
