@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"tvsm/eventstore/esdb/esdbdouble"
 	"tvsm/internal/testkit/chtest"
 	"tvsm/internal/testkit/nodetest"
+	"tvsm/internal/testkit/testutil"
 )
 
 // eraseCanaries are personal values written through every Provider API
@@ -227,7 +227,7 @@ func clickHouseHits(t *testing.T, conn driver.Conn, db string) []string {
 // testEraseForGood is TestEraseAccountForGood on one backend.
 func testEraseForGood(t *testing.T, backend eraseBackend) {
 	dir := t.TempDir()
-	var logged lockedBuffer
+	var logged testutil.SyncBuffer
 	start := func() *nodetest.Env {
 		o := backend.options(t, dir)
 		o.Logger = slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -279,11 +279,11 @@ func testEraseForGood(t *testing.T, backend eraseBackend) {
 	noCanaries := func(when string) {
 		t.Helper()
 		hits := append(fileHits(t, dir), backend.search(t, dir)...)
-		hits = append(hits, canaryHits(logged.Bytes(), "the node's log")...)
+		hits = append(hits, canaryHits([]byte(logged.String()), "the node's log")...)
 		if len(hits) > 0 {
 			t.Errorf("%s, personal data in plain text:\n%s", when, strings.Join(hits, "\n"))
 		}
-		if logged.Len() == 0 {
+		if logged.String() == "" {
 			t.Error("the node logged nothing: the log search searched nothing")
 		}
 	}
@@ -348,28 +348,4 @@ func testEraseForGood(t *testing.T, backend eraseBackend) {
 		t.Fatal(err)
 	}
 	checkErased(start())
-}
-
-// lockedBuffer is a bytes.Buffer safe for the node's concurrent logging.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
-func (b *lockedBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
 }
