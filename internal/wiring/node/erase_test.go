@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -294,6 +295,13 @@ func testEraseForGood(t *testing.T, backend eraseBackend) {
 		t.Fatal("the account after a restart from the sealed snapshot lacks its address")
 	}
 
+	// An instant between the writes and the erasure, on whole seconds (as_of
+	// has no finer unit): the account as_of then exists, its values erased.
+	nextSecond := func() { time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond))) }
+	nextSecond()
+	asOf := time.Now().UTC().Format("2006-01-02T15:04:05-0700")
+	nextSecond()
+
 	// An account still subscribed is not erased without force; erasing
 	// again answers as the first time.
 	if status, _ := env.Super(t, http.MethodPost, account+"/erase", nil); status != http.StatusConflict {
@@ -315,6 +323,10 @@ func testEraseForGood(t *testing.T, backend eraseBackend) {
 			}
 		}
 		superOK(t, env, http.MethodGet, "/api/provider/accounts/"+itoa(bystander), nil)
+		then := superOK(t, env, http.MethodGet, account+"?as_of="+url.QueryEscape(asOf), nil)
+		if hits := canaryHits(then, "as_of"); len(hits) > 0 || !bytes.Contains(then, []byte(`"login":"erased"`)) {
+			t.Errorf("the account as_of before its erasure: %s", then)
+		}
 		for what, doc := range map[string][]byte{"history": superOK(t, env, http.MethodGet, account+"/history", nil), "export": export(env)} {
 			if hits := canaryHits(doc, what); len(hits) > 0 {
 				t.Errorf("after erasure: %s", strings.Join(hits, "; "))
