@@ -94,7 +94,7 @@ func (k *Keyring) seal(ctx context.Context, stream, typ string, data []byte) ([]
 // data itself when it holds nothing sealed. erased reports the latter.
 func (k *Keyring) open(ctx context.Context, stream, typ string, data []byte) (out []byte, erased bool, err error) {
 	if !mayBeSealed(data) {
-		return data, false, nil
+		return k.redactPlain(typ, data)
 	}
 	p, ok := domain.PersonalDataOf(typ)
 	if !ok {
@@ -177,6 +177,38 @@ func (k *Keyring) open(ctx context.Context, stream, typ string, data []byte) (ou
 		}
 	}
 	return append(out, data[last:]...), erased, nil
+}
+
+// redactPlain returns the data of an event written before sealing (its
+// personal values in plain text) with those values replaced as an erased
+// subject's are, when its subject is known to be erased: the log still
+// holds them, but nothing read through the seal shows them.
+func (k *Keyring) redactPlain(typ string, data []byte) ([]byte, bool, error) {
+	if !k.anyErased.Load() {
+		return data, false, nil
+	}
+	p, ok := domain.PersonalDataOf(typ)
+	if !ok {
+		return data, false, nil
+	}
+	var buf [16]member
+	ms, err := members(data, buf[:0])
+	if err != nil {
+		return data, false, nil // not ours to judge: the registry reports it
+	}
+	subject, personal, err := locate(data, ms, p)
+	if err != nil || personal == 0 || !k.isErased(subject) {
+		return data, false, nil
+	}
+	out := make([]byte, 0, len(data))
+	last := 0
+	for _, m := range ms {
+		if isPersonal(data, m, p) {
+			out = append(append(out, data[last:m.valStart]...), erasedAs(p)...)
+			last = m.end
+		}
+	}
+	return append(out, data[last:]...), true, nil
 }
 
 // mayBeSealed reports whether data may hold sealed values: whether it

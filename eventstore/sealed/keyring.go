@@ -28,8 +28,9 @@ type Keyring struct {
 	erased map[int64]bool // known erased: never cached again
 
 	// erasures counts Forget calls: caches of opened values keep nothing
-	// across one.
-	erasures atomic.Uint64
+	// across one. anyErased is set by the first.
+	erasures  atomic.Uint64
+	anyErased atomic.Bool
 
 	// createMu makes one caller create a batch of keys while the callers
 	// whose keys it makes wait for it, rather than each making its own.
@@ -202,7 +203,16 @@ func (k *Keyring) Forget(subject int64) {
 	delete(k.cache, subject)
 	k.erased[subject] = true
 	k.mu.Unlock()
+	k.anyErased.Store(true)
 	k.erasures.Add(1)
+}
+
+// isErased reports whether subject is known to be erased: erased here, or
+// its erasure seen in the log, or named by Forget at start.
+func (k *Keyring) isErased(subject int64) bool {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.erased[subject]
 }
 
 // Erased reports whether subject's key was erased.

@@ -399,3 +399,35 @@ func TestRewrapMovesKeysToANewMasterKey(t *testing.T) {
 		t.Error("the old master key still opens the keys after rotation")
 	}
 }
+
+// An event written before sealing holds its personal values in plain
+// text: once its subject is known to be erased, reads through the seal
+// show them as erased (the log still holds them).
+func TestPlainEventsOfAnErasedSubjectReadAsErased(t *testing.T) {
+	reg := registry()
+	backend := memory.New()
+	typ, data, err := reg.Encode(domain.AccountCreated{AccountID: 7, Provider: 1, Login: canaryLogin, Fullname: canaryName, Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backend.Append(context.Background(), "account-7", eventstore.NoStream, eventstore.EventData{ID: eventstore.EventID{1}, Type: typ, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	keys := sealed.NewKeyring(fileKeys(t, t.TempDir()), testMaster(t, 1))
+	store := sealed.Wrap(backend, keys)
+	if recs := readAll(t, store); !bytes.Contains(recs[0].Data, []byte(canaryLogin)) {
+		t.Fatalf("a plain event of a subject not erased: %s", recs[0].Data)
+	}
+	keys.Forget(7)
+	recs, err := store.ReadStream(context.Background(), "account-7", eventstore.Start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := reg.Decode(recs[0].Type, recs[0].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := e.(domain.AccountCreated); a.Login != domain.ErasedValue || a.Fullname != domain.ErasedValue || a.AccountID != 7 || !a.Enabled {
+		t.Errorf("a plain event of an erased subject: %+v", a)
+	}
+}

@@ -222,8 +222,12 @@ const parallelOpen = 256
 // time; a long catch-up batch is rarely read twice, and keeping it would
 // only serialise its workers on the cache).
 func (s *Store) openOne(ctx context.Context, rec *eventstore.RecordedEvent, keep bool) ([]byte, error) {
-	if rec.Type == domain.AccountErasedType || !mayBeSealed(rec.Data) {
+	if rec.Type == domain.AccountErasedType {
 		return rec.Data, nil
+	}
+	if !mayBeSealed(rec.Data) {
+		data, _, err := s.keys.redactPlain(rec.Type, rec.Data)
+		return data, err
 	}
 	gen := s.keys.erasures.Load()
 	if data, ok := s.recent.get(rec.Position, gen); ok {

@@ -23,3 +23,19 @@ func (m *Model) DeletedBefore(t time.Time, limit int) []int64 {
 	}
 	return ids
 }
+
+// ErasedAccounts returns the ids of the accounts erased, in ascending
+// order: what a node's keyring must know at start to show the events of an
+// erased account written before sealing as erased.
+func (m *Model) ErasedAccounts() []int64 {
+	var ids []int64
+	m.read(func(s *state) {
+		for id, ts := range s.deleted {
+			if ts.erased {
+				ids = append(ids, id)
+			}
+		}
+	})
+	slices.Sort(ids)
+	return ids
+}

@@ -46,6 +46,9 @@ func TestDeletedBefore(t *testing.T) {
 		}
 	}
 	check(m)
+	if got := m.ErasedAccounts(); !slices.Equal(got, []int64{5, 6}) {
+		t.Errorf("erased accounts: %v, want [5 6]", got)
+	}
 	path := filepath.Join(t.TempDir(), "rm.snap")
 	if _, err := m.WriteSnapshot(path); err != nil {
 		t.Fatal(err)
@@ -56,4 +59,7 @@ func TestDeletedBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(loaded)
+	if got := loaded.ErasedAccounts(); !slices.Equal(got, []int64{5, 6}) {
+		t.Errorf("erased accounts after a snapshot: %v, want [5 6]", got)
+	}
 }

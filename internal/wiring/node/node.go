@@ -298,6 +298,11 @@ func NewRegistry() *domain.Registry {
 func (n *Node) startReadModel(ctx context.Context, opts Options) error {
 	started := time.Now()
 	from := n.restoreReadModel(started)
+	// Erasures before the snapshot are not read again: the keyring learns
+	// them from the model (what it shows of older, unsealed events).
+	for _, id := range n.Model.ErasedAccounts() {
+		n.Keys.Forget(id)
+	}
 
 	caughtUp := make(chan struct{})
 	var once sync.Once
