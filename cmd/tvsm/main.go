@@ -55,6 +55,7 @@ Usage:
   tvsm billing-check URL  check an operator's billing system (tvsm billing-check -h)
   tvsm import tvip --from URL  copy a TVIP TMS into a node, every id kept (tvsm import -h)
   tvsm keys rotate --data DIR --new-master-key-file FILE  rewrap a stopped node's keys (tvsm keys -h)
+  tvsm store encrypt --data DIR  seal a stopped node's log written before sealing (tvsm store -h)
   tvsm version          print the version and build information
   tvsm help [command]   print this text, or a command's flags
 `
@@ -85,6 +86,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitCode("import", importCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
 	case "keys":
 		return exitCode("keys", keysCmd(ctx, rest, stdout, stderr), stderr)
+	case "store":
+		return exitCode("store", storeCmd(ctx, rest, stdout, stderr), stderr)
 	case "version":
 		if len(rest) > 0 {
 			fmt.Fprintf(stderr, "tvsm version: unexpected argument %q\n", rest[0])

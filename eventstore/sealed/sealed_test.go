@@ -431,3 +431,51 @@ func TestPlainEventsOfAnErasedSubjectReadAsErased(t *testing.T) {
 		t.Errorf("a plain event of an erased subject: %+v", a)
 	}
 }
+
+// Copy seals a plain log into an empty store with every event at its
+// position; VerifyCopy accepts it, and refuses a copy that lost or changed
+// an event.
+func TestCopyAndVerify(t *testing.T) {
+	reg := registry()
+	from := memory.New()
+	for i, pe := range personalEvents() {
+		typ, data, err := reg.Encode(pe.event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := from.Append(context.Background(), pe.stream, eventstore.Any,
+			eventstore.EventData{ID: eventstore.EventID{byte(i + 1)}, Type: typ, Data: data, Metadata: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := sealed.NewKeyring(fileKeys(t, t.TempDir()), testMaster(t, 1))
+	same := func(s string) string { return s }
+	to := memory.New()
+	n, err := keys.Copy(context.Background(), from, to, same, nil)
+	if err != nil || n != uint64(len(personalEvents())) {
+		t.Fatalf("copy: %d events, %v", n, err)
+	}
+	for _, rec := range readAll(t, to) {
+		if found, what := hits(rec.Data); found > 0 {
+			t.Errorf("%s in the copy holds %v", rec.Type, what)
+		}
+	}
+	if m, err := keys.VerifyCopy(context.Background(), from, to, same); err != nil || m != n {
+		t.Fatalf("verify: %d, %v", m, err)
+	}
+	// A copy short of its last event, and one with another stream name.
+	short := memory.New()
+	recs := readAll(t, from)
+	if _, err := keys.Copy(context.Background(), from, short, same, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := short.Append(context.Background(), "account-99", eventstore.NoStream, eventstore.EventData{ID: eventstore.EventID{99}, Type: recs[0].Type, Data: recs[0].Data}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.VerifyCopy(context.Background(), from, short, same); err == nil {
+		t.Error("a copy with an extra event passed the check")
+	}
+	if _, err := keys.VerifyCopy(context.Background(), from, to, func(s string) string { return s + "-x" }); err == nil {
+		t.Error("a copy under other stream names passed the check")
+	}
+}

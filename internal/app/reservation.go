@@ -72,7 +72,12 @@ func (ReservationReleased) EventType() string { return ReservationReleasedType }
 // caller normalises the login first (for example lower-cases it) if logins
 // are unique case-insensitively.
 func (x *Executor) LoginStream(provider int64, login string) string {
-	mac := hmac.New(sha256.New, x.opts.NameKey)
+	return HashedLoginStream(x.opts.NameKey, provider, login)
+}
+
+// HashedLoginStream is LoginStream under nameKey.
+func HashedLoginStream(nameKey []byte, provider int64, login string) string {
+	mac := hmac.New(sha256.New, nameKey)
 	mac.Write([]byte(login))
 	return "login-" + strconv.FormatInt(provider, 10) + "-h" + hex.EncodeToString(mac.Sum(nil)[:16])
 }
