@@ -11,7 +11,6 @@ import (
 
 	"tvsm/eventstore/embedded"
 	"tvsm/eventstore/sealed"
-	"tvsm/internal/wiring/node"
 )
 
 // keysUsage heads `tvsm keys -h`.
@@ -34,33 +33,17 @@ Flags:
 
 // keysCmd runs `tvsm keys`.
 func keysCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "rotate" {
-		fmt.Fprint(stderr, keysUsage)
-		return &configError{errors.New("the command is tvsm keys rotate")}
-	}
-	fs := flag.NewFlagSet("keys rotate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, keysUsage); fs.PrintDefaults() }
-	data := fs.String("data", "", "the stopped node's data `directory`")
-	oldFile := fs.String("master-key-file", "", "the current master key `file` (default DIR.master-key)")
-	newFile := fs.String("new-master-key-file", "", "the new master key `file`")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	switch {
-	case fs.NArg() > 0:
-		return &configError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	case *data == "" || *newFile == "":
-		return &configError{errors.New("--data and --new-master-key-file are required")}
-	}
-	if *oldFile == "" {
-		*oldFile = node.DefaultMasterKeyFile(*data)
-	}
-	from, err := sealed.LoadMasterKey(*oldFile)
+	var newFile string
+	data, from, err := offlineCommand("keys", "rotate", keysUsage, args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&newFile, "new-master-key-file", "", "the new master key `file`")
+	})
 	if err != nil {
 		return err
 	}
-	to, err := sealed.LoadMasterKey(*newFile)
+	if newFile == "" {
+		return &configError{errors.New("--new-master-key-file is required")}
+	}
+	to, err := sealed.LoadMasterKey(newFile)
 	if err != nil {
 		return err
 	}
@@ -69,12 +52,12 @@ func keysCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	// Opening the event store takes its lock: a node running on the data
 	// directory makes this fail instead of racing it.
-	store, err := embedded.Open(filepath.Join(*data, "events"), embedded.Options{Logger: slog.New(slog.DiscardHandler)})
+	store, err := embedded.Open(filepath.Join(data, "events"), embedded.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return fmt.Errorf("%w (is the node stopped?)", err)
 	}
 	defer store.Close()
-	keys, err := sealed.OpenFileKeys(filepath.Join(*data, "keys"))
+	keys, err := sealed.OpenFileKeys(filepath.Join(data, "keys"))
 	if err != nil {
 		return err
 	}
@@ -83,6 +66,6 @@ func keysCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("rewrapped %d keys, then: %w (run it again to finish)", n, err)
 	}
-	fmt.Fprintf(stdout, "rewrapped %d keys under the master key in %s; start the node with --master-key-file %s\n", n, *newFile, *newFile)
+	fmt.Fprintf(stdout, "rewrapped %d keys under the master key in %s; start the node with --master-key-file %s\n", n, newFile, newFile)
 	return nil
 }

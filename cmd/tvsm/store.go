@@ -15,7 +15,6 @@ import (
 	"tvsm/eventstore/embedded"
 	"tvsm/eventstore/sealed"
 	"tvsm/internal/app"
-	"tvsm/internal/wiring/node"
 )
 
 // storeUsage heads `tvsm store -h`.
@@ -39,34 +38,15 @@ Flags:
 
 // storeCmd runs `tvsm store`.
 func storeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "encrypt" {
-		fmt.Fprint(stderr, storeUsage)
-		return &configError{errors.New("the command is tvsm store encrypt")}
-	}
-	fs := flag.NewFlagSet("store encrypt", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, storeUsage); fs.PrintDefaults() }
-	data := fs.String("data", "", "the stopped node's data `directory`")
-	keyFile := fs.String("master-key-file", "", "the master key `file` (default DIR.master-key)")
-	keepPlain := fs.Bool("keep-plain", false, "keep the old log in DIR/events.plain")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	switch {
-	case fs.NArg() > 0:
-		return &configError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	case *data == "":
-		return &configError{errors.New("--data is required")}
-	}
-	if *keyFile == "" {
-		*keyFile = node.DefaultMasterKeyFile(*data)
-	}
-	master, err := sealed.LoadMasterKey(*keyFile)
+	var keepPlain bool
+	data, master, err := offlineCommand("store", "encrypt", storeUsage, args, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&keepPlain, "keep-plain", false, "keep the old log in DIR/events.plain")
+	})
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.DiscardHandler)
-	oldDir, newDir := filepath.Join(*data, "events"), filepath.Join(*data, "events.sealing")
+	oldDir, newDir := filepath.Join(data, "events"), filepath.Join(data, "events.sealing")
 	// Opening the log takes its lock: a running node makes this fail.
 	old, err := embedded.Open(oldDir, embedded.Options{Logger: log})
 	if err != nil {
@@ -80,7 +60,7 @@ func storeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	keys, err := sealed.OpenFileKeys(filepath.Join(*data, "keys"))
+	keys, err := sealed.OpenFileKeys(filepath.Join(data, "keys"))
 	if err != nil {
 		_ = copyStore.Close()
 		return err
@@ -118,23 +98,23 @@ func storeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := old.Close(); err != nil {
 		return err
 	}
-	plainDir := filepath.Join(*data, "events.plain")
+	plainDir := filepath.Join(data, "events.plain")
 	if err := os.Rename(oldDir, plainDir); err != nil {
 		return err
 	}
 	if err := os.Rename(newDir, oldDir); err != nil {
 		return fmt.Errorf("%w: the old log is in %s, the sealed copy in %s: rename the copy to %s", err, plainDir, newDir, oldDir)
 	}
-	if err := syncDir(*data); err != nil {
+	if err := syncDir(data); err != nil {
 		return err
 	}
-	if !*keepPlain {
+	if !keepPlain {
 		if err := os.RemoveAll(plainDir); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(stdout, "sealed %d events; %s now holds no personal value in plain text\n", copied, oldDir)
-	if *keepPlain {
+	if keepPlain {
 		fmt.Fprintf(stdout, "the old log, with personal data in plain text, is in %s: delete it once satisfied\n", plainDir)
 	}
 	return nil
