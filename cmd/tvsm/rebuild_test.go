@@ -15,6 +15,7 @@ import (
 	"tvsm/domain"
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
+	"tvsm/eventstore/sealed"
 	"tvsm/internal/wiring/node"
 	"tvsm/projections"
 	"tvsm/projections/readmodel"
@@ -50,11 +51,14 @@ func catchUp(ctx context.Context, store eventstore.Store, reg *domain.Registry, 
 // as a node restores it on start (snapshot, then the log's tail), beside
 // projections rebuilt from the whole log.
 type nodeState struct {
-	store *embedded.Store
+	store eventstore.Store // the node's log, read through its seal
+	keys  *sealed.Keyring
 	reg   *domain.Registry
 }
 
-// openNodeState opens the event store a stopped node left in dir.
+// openNodeState opens the event store a stopped node left in dir, with
+// its keys (DATA/keys, under the master key beside dir), as the node reads
+// it.
 func openNodeState(t *testing.T, dir string) *nodeState {
 	t.Helper()
 	store, err := embedded.Open(filepath.Join(dir, "events"), embedded.Options{Logger: slog.New(slog.DiscardHandler)})
@@ -62,7 +66,17 @@ func openNodeState(t *testing.T, dir string) *nodeState {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	return &nodeState{store: store, reg: node.NewRegistry()}
+	master, err := sealed.LoadMasterKey(node.DefaultMasterKeyFile(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := sealed.OpenFileKeys(filepath.Join(dir, "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { keys.Close() })
+	ring := sealed.NewKeyring(keys, master)
+	return &nodeState{store: sealed.Wrap(store, ring), keys: ring, reg: node.NewRegistry()}
 }
 
 // readModelMatchesRebuild compares the read model the node serves after
@@ -72,6 +86,7 @@ func (s *nodeState) readModelMatchesRebuild(t *testing.T, dir string) {
 	t.Helper()
 	ctx := context.Background()
 	served := readmodel.New(s.reg)
+	served.SealSnapshots(s.keys)
 	from, err := served.LoadSnapshot(filepath.Join(dir, "readmodel.snapshot"))
 	if err != nil {
 		t.Fatalf("the node's read model snapshot: %v", err)
