@@ -180,7 +180,9 @@ func AsError(err error) *Error {
 		return wrapped(&Error{Status: http.StatusUnprocessableEntity, Code: CodeIdempotencyMismatch,
 			Cause: "this Idempotency-Key was used with another request body; send a new key for a new request"}, err)
 	case errors.Is(err, app.ErrInvalidIdempotencyKey):
-		return wrapped(BadRequest(err.Error()), err)
+		// The header's problem alone: no record stream, no layer.
+		problem := strings.TrimPrefix(err.Error(), app.ErrInvalidIdempotencyKey.Error()+": ")
+		return wrapped(BadRequest(IdempotencyKeyHeader+": "+problem), err)
 	case errors.Is(err, ErrPasswordChecksBusy):
 		return wrapped(Unavailable(err.Error()+"; retry in 1 s"), err)
 	case errors.Is(err, app.ErrReadModelLag):

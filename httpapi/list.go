@@ -85,7 +85,7 @@ func ParseListQuery(c *gin.Context, spec ListSpec) (ListQuery, error) {
 // Parse parses list parameters:
 //
 //	start=40                 items to skip (default 0)
-//	limit=20                 page size; 0 or negative: all (default spec.DefaultLimit)
+//	limit=20                 page size; 0: all (default spec.DefaultLimit); negative: refused
 //	page=3                   ExtJS paging, used only without start: start = (page-1)*limit
 //	sort=login               ascending; -login descending; login,-id several keys
 //	sort=login&dir=DESC      ExtJS 3 style (dir applies to a single key)
@@ -98,9 +98,12 @@ func (s ListSpec) Parse(values url.Values) (ListQuery, error) {
 	bad := map[string]string{}
 
 	if v, ok := single(values, "limit", bad); ok {
-		if n, err := wire.ParseInt(v); err != nil {
+		switch n, err := wire.ParseInt(v); {
+		case err != nil:
 			bad["limit"] = err.Error()
-		} else {
+		case n < 0:
+			bad["limit"] = "must be a non-negative integer (0: every item)"
+		default:
 			q.Limit = clampInt(n)
 		}
 	}

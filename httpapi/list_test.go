@@ -45,7 +45,6 @@ func TestParseListQuery(t *testing.T) {
 		{"", ListQuery{}, filters{}},
 		{"start=40&limit=20", ListQuery{Start: 40, Limit: 20}, filters{}},
 		{"start=0&limit=0", ListQuery{}, filters{}},
-		{"limit=-1", ListQuery{Limit: -1}, filters{}},
 		{"start=&limit=&provider=&quick_search=", ListQuery{}, filters{}}, // blank = absent
 		{"page=3&limit=25", ListQuery{Start: 50, Limit: 25}, filters{}},
 		{"page=3&start=10&limit=25", ListQuery{Start: 10, Limit: 25}, filters{}}, // start wins
@@ -102,6 +101,7 @@ func TestParseListQuery(t *testing.T) {
 		fields map[string]string
 	}{
 		{"start=-1", map[string]string{"start": "must be a non-negative integer"}},
+		{"limit=-1", map[string]string{"limit": "must be a non-negative integer (0: every item)"}},
 		{"start=abc", map[string]string{"start": "must be a non-negative integer"}},
 		{"start=1.5", map[string]string{"start": "must be a non-negative integer"}},
 		{"limit=ten", map[string]string{"limit": "must be an integer"}},
@@ -245,7 +245,7 @@ func TestWriteList(t *testing.T) {
 		{"", 0, total, 0, 0},
 		{"?start=90&limit=10", 90, 5, 90, 10},
 		{"?start=10&limit=20", 10, 20, 10, 20},
-		{"?limit=-1", 0, total, 0, -1},
+		{"?limit=0", 0, total, 0, 0},
 		{"?start=200&limit=10", 0, 0, 200, 10},
 	} {
 		resp, body := srv.get(t, "/accounts"+tc.query)

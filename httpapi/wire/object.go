@@ -186,6 +186,11 @@ func DecodeObject(data []byte, opts DecodeOptions) (*Object, error) {
 		if field, bad := invalidText(data); bad {
 			return nil, FieldErrors{field: MsgText}
 		}
+		// The fast path refuses a repeated key too, which encoding/json
+		// would have let the last one win.
+		if field, dup := duplicateMember(data); dup {
+			return nil, FieldErrors{field: MsgDuplicate}
+		}
 	}
 	readOnly := opts.ReadOnly
 	if readOnly == nil {

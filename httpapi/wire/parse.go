@@ -128,6 +128,9 @@ func (p *parser) object(hint int) (map[string]any, bool) {
 		if !ok {
 			return nil, false
 		}
+		if _, dup := m[key]; dup {
+			return nil, false // encoding/json's path names it
+		}
 		m[key] = v
 		if more, ok = p.separator('}'); !ok {
 			return nil, false

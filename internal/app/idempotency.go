@@ -72,7 +72,7 @@ func (x *Executor) Idempotent(ctx context.Context, req IdempotentRequest, do Ide
 	}
 	stream := IdempotencyStream(req.Scope, req.Key)
 	if err := validIdempotencyKey(req.Key); err != nil {
-		return 0, nil, opError("idempotent", stream, err)
+		return 0, nil, err // the caller's mistake: no stream of ours in it
 	}
 	book := withoutScope(ctx)
 	sum := sha256.Sum256(req.Body)
