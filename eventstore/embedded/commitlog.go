@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,9 +41,12 @@ import (
 // WAL does the same (wal_init_zero, wal_recycle).
 type commitLog struct {
 	dir   string
-	first int64                // the size of the first segment a start makes (minSegment; tests set less)
-	fsync func(*os.File) error // fdatasync, or the tests' fsyncer
-	wal   *walSyncs            // times each fsync
+	first int64 // the size of the first segment a start makes (minSegment; tests set less)
+	// discard are the segments from a hole on, found by the replay at open
+	// and removed by start.
+	discard []uint64
+	fsync   func(*os.File) error // fdatasync, or the tests' fsyncer
+	wal     *walSyncs            // times each fsync
 	// cur is the segment being written; sealed are full ones whose records
 	// pebble may not have flushed yet.
 	cur    *segment
@@ -111,10 +115,17 @@ func openCommitLog(dir string, wal *walSyncs, syncFn func(*os.File) error, repla
 	}
 	// Every segment's valid records are replayed in order. Segments are
 	// recycled oldest first, so those present are the newest, without a
-	// gap; a record whose write never finished (a crash) ends its segment,
-	// and no later segment was written after it.
-	for _, seq := range segs {
-		if err := l.replaySegment(seq, replay); err != nil {
+	// gap; a record whose write never finished (a crash) ends its segment.
+	// A power loss can also lose a segment's last record and keep a later
+	// segment's first: replay reports the hole that leaves in the
+	// positions, and the log ends before it.
+	for i, seq := range segs {
+		err := l.replaySegment(seq, replay)
+		if errors.Is(err, errLogHole) {
+			l.discard = segs[i:]
+			return l, segs[:i], nil
+		}
+		if err != nil {
 			return nil, nil, err
 		}
 	}
@@ -124,6 +135,20 @@ func openCommitLog(dir string, wal *walSyncs, syncFn func(*os.File) error, repla
 // start begins writing after the segments found at open, whose records
 // must be durable in pebble by now: they are recycled.
 func (l *commitLog) start(found []uint64) error {
+	// What follows a hole was never acknowledged; what precedes it in the
+	// same segment is in pebble now. Those segments go before the next
+	// write reuses their positions, or a later replay would find them.
+	for _, seq := range l.discard {
+		if err := os.Remove(l.path(seq)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if len(l.discard) > 0 {
+		if err := fsutil.SyncDir(l.dir); err != nil {
+			return err
+		}
+		l.discard = nil
+	}
 	next := uint64(1)
 	if len(found) > 0 {
 		next = found[len(found)-1] + 1

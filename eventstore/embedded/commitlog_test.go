@@ -267,3 +267,81 @@ func TestCommitLogCloseAfterAFailedFsync(t *testing.T) {
 		t.Fatalf("the acknowledged append: %v", err)
 	}
 }
+
+// Given a power loss that kept the next segment's first record but lost
+// the one before it, the last of its segment (records are written before
+// the fsyncs of the groups before them end), when the store opens, then
+// the log ends before the lost record: the event after it, never
+// acknowledged, is not served, positions stay dense, and appends go on at
+// the lost record's position, also after a second crash (the segment past
+// the hole does not come back).
+func TestCommitLogEndsAtAHoleAcrossSegments(t *testing.T) {
+	dir := t.TempDir()
+	s, err := embedded.Open(dir, embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const total = 40 // one group each, all in the first segment
+	for i := range total {
+		if _, err := s.Append(ctx, "holes", eventstore.Any, bigEvent("holes", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CloseAsCrash(); err != nil {
+		t.Fatal(err)
+	}
+	if flushed, err := embedded.FlushedEvents(dir); err != nil || flushed >= total-1 {
+		t.Fatalf("pebble flushed %d events (%v): the test needs the last two only in the log", flushed, err)
+	}
+	records, err := embedded.CommitLogRecords(dir, 1)
+	if err != nil || len(records) != total {
+		t.Fatalf("segment 1 holds %d records (%v), want %d", len(records), err, total)
+	}
+	// The power loss: the last record went on in segment 2 and survived;
+	// the one before it, the last of segment 1, was lost.
+	path := embedded.CommitLogSegmentPath(dir, 1)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, lost := records[total-1], records[total-2]
+	next := embedded.ReencodeRecord(data[last[0]:last[1]], 1, 2)
+	clear(data[lost[0]:])
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(embedded.CommitLogSegmentPath(dir, 2), next, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(s *embedded.Store, want int) {
+		t.Helper()
+		got, err := s.ReadStream(ctx, "holes", eventstore.Any, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != want {
+			t.Fatalf("%d events, want %d: the log must end before the lost record", len(got), want)
+		}
+		for i, e := range got {
+			if e.Revision != uint64(i) || e.Position.Commit != uint64(i+1) {
+				t.Fatalf("event %d at revision %d, position %v: not a prefix", i, e.Revision, e.Position)
+			}
+		}
+		if head, _ := s.Head(ctx); head.Commit != uint64(want) {
+			t.Fatalf("head %v, want %d", head, want)
+		}
+	}
+	s = openStore(t, dir)
+	check(s, total-2)
+	res, err := s.Append(ctx, "holes", eventstore.Exact(total-3), bigEvent("holes", total-2))
+	if err != nil || res.Position.Commit != total-1 {
+		t.Fatalf("append where the lost record was: %v at %v, want position %d", err, res.Position, total-1)
+	}
+	if err := s.CloseAsCrash(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir)
+	check(s, total-1)
+}

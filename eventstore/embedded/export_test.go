@@ -181,3 +181,28 @@ func FlushedEvents(dir string) (uint64, error) {
 	}
 	return n, errors.Join(it.Error(), it.Close())
 }
+
+// CommitLogRecords returns the [start, end) offsets of the valid records
+// of segment seq of the store in dir, in order.
+func CommitLogRecords(dir string, seq uint64) ([][2]int, error) {
+	data, err := os.ReadFile(CommitLogSegmentPath(dir, seq))
+	if err != nil {
+		return nil, err
+	}
+	var out [][2]int
+	for off := 0; ; {
+		_, n := decodeRecord(data[off:], seq)
+		if n == 0 {
+			return out, nil
+		}
+		out = append(out, [2]int{off, off + n})
+		off += n
+	}
+}
+
+// ReencodeRecord returns the record data[start:end] of a segment as
+// segment seq would hold it.
+func ReencodeRecord(data []byte, from, seq uint64) []byte {
+	payload, _ := decodeRecord(data, from)
+	return encodeRecord(nil, seq, payload)
+}

@@ -108,8 +108,11 @@ type Store struct {
 	// commitLog is the committer's (syncLoop fsyncs the segments it is
 	// given); toApply passes each group to the applier, toSync to syncLoop.
 	commitLog *commitLog
-	toApply   chan *group
-	toSync    chan *group
+	// replayHead is the last event position in pebble or replayed from
+	// the commit log while the store opens (replay).
+	replayHead uint64
+	toApply    chan *group
+	toSync     chan *group
 	// unsynced counts the groups written and not yet through their fsync;
 	// syncLoop signals settled when a group's fsync has ended.
 	unsynced atomic.Int64
@@ -199,6 +202,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.fsyncer != nil {
 		sync = func(f *os.File) error { return opts.fsyncer.SyncData(f.Fd()) }
 	}
+	if s.replayHead, err = lastEventPos(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("embedded: open %s: %w", dir, err)
+	}
 	clog, found, err := openCommitLog(filepath.Join(dir, commitLogDir), wal, func(f *os.File) error {
 		fsyncs.Add(1)
 		return sync(f)
@@ -240,7 +247,44 @@ func (s *Store) replay(payload []byte) error {
 	if err := b.SetRepr(slices.Clone(payload)); err != nil {
 		return err
 	}
-	return s.db.Apply(b, pebble.NoSync)
+	first, last, err := eventRange(b)
+	if err != nil {
+		return err
+	}
+	// Positions are dense: a record that starts past the next one follows
+	// a lost record. Its group was never acknowledged (groups are
+	// acknowledged in order, after their fsync), and what follows it must
+	// not be served either: the log stays a prefix of what was written.
+	if last != 0 && first > s.replayHead+1 {
+		return fmt.Errorf("%w: a record with positions %d to %d follows position %d", errLogHole, first, last, s.replayHead)
+	}
+	if err := s.db.Apply(b, pebble.NoSync); err != nil {
+		return err
+	}
+	s.replayHead = max(s.replayHead, last)
+	return nil
+}
+
+// errLogHole ends the replay of the commit log at a lost record.
+var errLogHole = errors.New("commit log: a record is missing")
+
+// eventRange returns the lowest and highest event positions b writes; 0
+// and 0 when it writes no event.
+func eventRange(b *pebble.Batch) (first, last uint64, err error) {
+	r := b.Reader()
+	for {
+		_, key, _, ok, err := r.Next()
+		if err != nil || !ok {
+			return first, last, err
+		}
+		if len(key) == 9 && key[0] == kindEvent {
+			pos := eventKeyPos(key)
+			if first == 0 || pos < first {
+				first = pos
+			}
+			last = max(last, pos)
+		}
+	}
 }
 
 // init checks the format marker (writing it on a new store) and returns the
@@ -269,7 +313,12 @@ func (s *Store) init() (uint64, error) {
 			return 0, fmt.Errorf("data format %d, this build reads %d and upgrades %v", got, formatVersion, upgradableFormats)
 		}
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindEvent}, UpperBound: []byte{kindEvent + 1}})
+	return lastEventPos(s.db)
+}
+
+// lastEventPos returns the position of the last event in db, 0 for none.
+func lastEventPos(db *pebble.DB) (uint64, error) {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{kindEvent}, UpperBound: []byte{kindEvent + 1}})
 	if err != nil {
 		return 0, err
 	}
