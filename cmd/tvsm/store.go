@@ -15,6 +15,7 @@ import (
 	"tvsm/eventstore/embedded"
 	"tvsm/eventstore/sealed"
 	"tvsm/internal/app"
+	"tvsm/internal/platform/fsutil"
 )
 
 // storeUsage heads `tvsm store -h`.
@@ -105,7 +106,7 @@ func storeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := os.Rename(newDir, oldDir); err != nil {
 		return fmt.Errorf("%w: the old log is in %s, the sealed copy in %s: rename the copy to %s", err, plainDir, newDir, oldDir)
 	}
-	if err := syncDir(data); err != nil {
+	if err := fsutil.SyncDir(data); err != nil {
 		return err
 	}
 	if !keepPlain {
@@ -145,12 +146,4 @@ func legacyLoginRename(nameKey []byte) func(string) string {
 		hashed := app.HashedLoginStream(nameKey, provider, m[2])
 		return "login-" + m[1] + "-legacy-" + hashed[len("login-"+m[1]+"-"):]
 	}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
 }

@@ -200,6 +200,12 @@ func (k *Keyring) redactPlain(typ string, data []byte) ([]byte, bool, error) {
 	if err != nil || personal == 0 || !k.isErased(subject) {
 		return data, false, nil
 	}
+	return redact(data, ms, p), true, nil
+}
+
+// redact returns data, whose members are ms, with every personal value
+// replaced as an erased subject's values read.
+func redact(data []byte, ms []member, p domain.PersonalData) []byte {
 	out := make([]byte, 0, len(data))
 	last := 0
 	for _, m := range ms {
@@ -208,7 +214,7 @@ func (k *Keyring) redactPlain(typ string, data []byte) ([]byte, bool, error) {
 			last = m.end
 		}
 	}
-	return append(out, data[last:]...), true, nil
+	return append(out, data[last:]...)
 }
 
 // mayBeSealed reports whether data may hold sealed values: whether it

@@ -102,15 +102,7 @@ func (k *Keyring) sealOrRedact(ctx context.Context, stream, typ string, data []b
 	if err != nil {
 		return nil, err
 	}
-	var red []byte
-	last := 0
-	for _, m := range ms {
-		if isPersonal(data, m, p) {
-			red = append(append(red, data[last:m.valStart]...), erasedAs(p)...)
-			last = m.end
-		}
-	}
-	return append(red, data[last:]...), nil
+	return redact(data, ms, p), nil
 }
 
 // VerifyCopy reads from and to side by side and checks that to holds

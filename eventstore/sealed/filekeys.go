@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"tvsm/internal/platform/fsutil"
 )
 
 // FileKeys is the key store of the embedded event store: one file of
@@ -73,7 +75,7 @@ func OpenFileKeys(dir string) (*FileKeys, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("sealed: %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fsutil.SyncDir(dir); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("sealed: %w", err)
 	}
@@ -138,26 +140,13 @@ func (s *FileKeys) Load(_ context.Context, subject int64) (WrappedKey, error) {
 	return slot.key, s.durable(slot.seq)
 }
 
-// Create implements KeyStore.
-func (s *FileKeys) Create(_ context.Context, subject int64, k WrappedKey) (WrappedKey, error) {
-	s.mu.Lock()
-	if slot, ok := s.index[subject]; ok {
-		s.mu.Unlock()
-		if slot.erased {
-			return WrappedKey{}, ErrErased
-		}
-		return slot.key, s.durable(slot.seq)
+// Create implements KeyStore: a batch of one, then what the file holds
+// for subject (the key written, one made meanwhile, or an erasure).
+func (s *FileKeys) Create(ctx context.Context, subject int64, k WrappedKey) (WrappedKey, error) {
+	if err := s.CreateMany(ctx, []int64{subject}, []WrappedKey{k}); err != nil {
+		return WrappedKey{}, err
 	}
-	slot := keySlot{off: s.size, key: k}
-	if _, err := s.f.WriteAt(record(stateKey, subject, k), slot.off); err != nil {
-		s.mu.Unlock()
-		return WrappedKey{}, s.fail(err)
-	}
-	s.size += recordLen
-	slot.seq = s.seq.Add(1)
-	s.index[subject] = slot
-	s.mu.Unlock()
-	return k, s.durable(slot.seq)
+	return s.Load(ctx, subject)
 }
 
 // CreateMany stores keys[i] as subjects[i]'s key for each subject that has

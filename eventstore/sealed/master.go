@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"tvsm/internal/platform/fsutil"
 )
 
 // MasterKey wraps the subjects' keys: a key store copied without it reads
@@ -85,21 +87,13 @@ func GenerateMasterKeyFile(path string) (*MasterKey, error) {
 	_, err = f.Write(EncodeMasterKey(raw))
 	err = errors.Join(err, f.Sync(), f.Close())
 	if err == nil {
-		err = syncDir(filepath.Dir(path))
+		err = fsutil.SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		_ = os.Remove(path)
 		return nil, fmt.Errorf("sealed: master key: %w", err)
 	}
 	return NewMasterKey(raw)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
 }
 
 // Fingerprint identifies the master key without revealing it.

@@ -115,7 +115,7 @@ func (h *Accounts) Create(ctx context.Context, c app.Caller, in AccountInput) (q
 // one atomic append when the store can, else one after the other, giving
 // the login back when the create fails.
 func (h *Accounts) createReserved(ctx context.Context, c app.Caller, cmd domain.CreateAccount) (app.Result[domain.Account], error) {
-	if err := h.checkLegacyLogin(ctx, cmd.Provider, cmd.Login); err != nil {
+	if err := h.checkLegacyLogin(cmd.Provider, cmd.Login); err != nil {
 		return app.Result[domain.Account]{}, err
 	}
 	stream := h.w.x.LoginStream(cmd.Provider, cmd.Login)
@@ -140,7 +140,7 @@ func (h *Accounts) createReserved(ctx context.Context, c app.Caller, cmd domain.
 // reserveLogin makes owner the holder of a login, converting "taken" into
 // the validation error the API answers (400 naming login).
 func (h *Accounts) reserveLogin(ctx context.Context, c app.Caller, provider int64, login, owner string) error {
-	if err := h.checkLegacyLogin(ctx, provider, login); err != nil {
+	if err := h.checkLegacyLogin(provider, login); err != nil {
 		return err
 	}
 	err := h.w.x.Reserve(ctx, h.w.x.LoginStream(provider, login), owner, c.Meta(), h.holds(provider, login))
@@ -155,7 +155,7 @@ func (h *Accounts) reserveLogin(ctx context.Context, c app.Caller, provider int6
 // ("login-{provider}-{login}", no longer written): the read model knows
 // those accounts, and asking it costs a map lookup where reading the old
 // stream would cost a store read on every create.
-func (h *Accounts) checkLegacyLogin(_ context.Context, provider int64, login string) error {
+func (h *Accounts) checkLegacyLogin(provider int64, login string) error {
 	if _, taken := h.w.model.AccountByLogin(provider, login); taken {
 		return domain.NewValidationError("login", problemTaken)
 	}
