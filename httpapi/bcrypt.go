@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"crypto/hmac"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"tvsm/internal/platform/admission"
 )
 
 // CredentialLookup returns the bcrypt hash and provider scope (nil for a
@@ -36,11 +39,18 @@ type BcryptOptions struct {
 	// passwords are hashed with (default bcrypt.DefaultCost).
 	DummyCost int
 	// MaxChecks bounds the password checks (bcrypt comparisons) running at
-	// once (default DefaultMaxPasswordChecks); a check beyond it is refused
-	// at once with ErrPasswordChecksBusy rather than queued, so that failed
-	// logins, however many, take at most this many cores from the requests
-	// whose credentials are cached. Negative means no bound.
+	// once (default DefaultMaxPasswordChecks), so that failed logins,
+	// however many, take at most this many cores from the requests whose
+	// credentials are cached. Checks beyond it wait their turn, the
+	// caller's standing first (ThrottleLogins gives it); one more check
+	// is reserved for logins that succeeded from their address before, so
+	// that they need not wait for the others at all. Negative means no
+	// bound.
 	MaxChecks int
+	// MaxCheckWait bounds a check's wait for its turn (default
+	// admission.DefaultMaxWait); a check that would wait longer is refused
+	// with ErrPasswordChecksBusy: the node is overloaded.
+	MaxCheckWait time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -49,10 +59,10 @@ type BcryptOptions struct {
 // cores Go uses, at least one.
 func DefaultMaxPasswordChecks() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
-// ErrPasswordChecksBusy is what Authenticate returns when MaxChecks
-// password checks are running already: the credentials were not checked
-// (answered 503 with Retry-After).
-var ErrPasswordChecksBusy = errors.New("too many password checks in progress")
+// ErrPasswordChecksBusy is what Authenticate returns when a password check
+// could not have its turn within MaxCheckWait: the node is overloaded, and
+// the credentials were not checked (answered 503 with Retry-After).
+var ErrPasswordChecksBusy = errors.New("node overloaded: too many password checks waiting")
 
 // BcryptAuthenticator checks admin passwords against their bcrypt hashes.
 //
@@ -70,14 +80,14 @@ type BcryptAuthenticator struct {
 	ttl    time.Duration
 	now    func() time.Time
 	dummy  []byte
-	checks chan struct{} // a token per running comparison; nil: no bound
-	mac    sync.Pool     // of *macState keyed with the process's cache key
+	checks *admission.Queue // turns of comparisons; nil: no bound
+	mac    sync.Pool        // of *macState keyed with the process's cache key
 
 	mu    sync.Mutex
 	byKey map[cacheKey]*list.Element // of *cacheEntry
 	order *list.List                 // oldest verification first
 
-	comparisons, refused atomic.Uint64
+	comparisons atomic.Uint64
 }
 
 type cacheKey [sha256.Size]byte
@@ -111,11 +121,10 @@ func NewBcryptAuthenticator(lookup CredentialLookup, opts BcryptOptions) *Bcrypt
 	if a.now == nil {
 		a.now = time.Now
 	}
-	switch {
-	case opts.MaxChecks == 0:
-		a.checks = make(chan struct{}, DefaultMaxPasswordChecks())
-	case opts.MaxChecks > 0:
-		a.checks = make(chan struct{}, opts.MaxChecks)
+	if opts.MaxChecks >= 0 {
+		a.checks = admission.New(admission.Options{
+			Slots: cmp.Or(opts.MaxChecks, DefaultMaxPasswordChecks()), Reserved: 1, MaxWait: opts.MaxCheckWait, Clock: opts.Now,
+		})
 	}
 	cost := opts.DummyCost
 	if cost == 0 {
@@ -139,7 +148,8 @@ func (a *BcryptAuthenticator) Authenticate(ctx context.Context, login, password 
 	}
 	hashed, provider, ok := a.lookup(login)
 	if !ok || hashed == "" || len(password) > maxBcryptPassword {
-		if err := a.compare(a.dummy, password); errors.Is(err, ErrPasswordChecksBusy) { // as long as a real check
+		// As long as a real check, waiting its turn like one.
+		if err := a.compare(ctx, a.dummy, password); err != nil && !errors.Is(err, bcrypt.ErrMismatchedHashAndPassword) {
 			return Principal{}, err
 		}
 		return Principal{}, ErrBadCredentials
@@ -149,8 +159,8 @@ func (a *BcryptAuthenticator) Authenticate(ctx context.Context, login, password 
 	if a.cached(key) {
 		return p, nil
 	}
-	switch err := a.compare([]byte(hashed), password); {
-	case errors.Is(err, ErrPasswordChecksBusy):
+	switch err := a.compare(ctx, []byte(hashed), password); {
+	case errors.Is(err, ErrPasswordChecksBusy), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return Principal{}, err
 	case errors.Is(err, bcrypt.ErrMismatchedHashAndPassword):
 		return Principal{}, ErrBadCredentials
@@ -184,23 +194,56 @@ func principal(login string, provider *int64) Principal {
 // made: every check that the cache did not answer.
 func (a *BcryptAuthenticator) Comparisons() uint64 { return a.comparisons.Load() }
 
-// Refused returns how many checks were refused because MaxChecks were
-// running.
-func (a *BcryptAuthenticator) Refused() uint64 { return a.refused.Load() }
+// Refused returns how many checks were refused because they could not
+// have their turn within MaxCheckWait.
+func (a *BcryptAuthenticator) Refused() uint64 {
+	if a.checks == nil {
+		return 0
+	}
+	_, refused, _ := a.checks.Stats()
+	return refused
+}
 
-// compare runs one bcrypt comparison, when a slot is free.
-func (a *BcryptAuthenticator) compare(hashed []byte, password string) error {
+// Waiting returns how many checks wait for their turn now.
+func (a *BcryptAuthenticator) Waiting() int {
+	if a.checks == nil {
+		return 0
+	}
+	_, _, waiting := a.checks.Stats()
+	return waiting
+}
+
+// compare runs one bcrypt comparison in its turn, by the caller's standing
+// and address that ctx carries (withCheckLane, ClientAddress).
+func (a *BcryptAuthenticator) compare(ctx context.Context, hashed []byte, password string) error {
 	if a.checks != nil {
-		select {
-		case a.checks <- struct{}{}:
-			defer func() { <-a.checks }()
-		default:
-			a.refused.Add(1)
+		release, err := a.checks.Acquire(ctx, checkLane(ctx), ClientAddress(ctx))
+		switch {
+		case errors.Is(err, admission.ErrOverloaded):
 			return ErrPasswordChecksBusy
+		case err != nil:
+			return err
 		}
+		defer release()
 	}
 	a.comparisons.Add(1)
 	return bcrypt.CompareHashAndPassword(hashed, []byte(password))
+}
+
+type checkLaneKey struct{}
+
+// withCheckLane returns ctx asking for a password check in lane l.
+func withCheckLane(ctx context.Context, l admission.Lane) context.Context {
+	return context.WithValue(ctx, checkLaneKey{}, l)
+}
+
+// checkLane returns the lane ctx asks for; Clean when none (nothing known
+// against the caller, nor for it).
+func checkLane(ctx context.Context) admission.Lane {
+	if l, ok := ctx.Value(checkLaneKey{}).(admission.Lane); ok {
+		return l
+	}
+	return admission.Clean
 }
 
 // macState is an HMAC with the buffer its input is assembled in and the

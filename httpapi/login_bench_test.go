@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"tvsm/httpapi"
+	"tvsm/internal/platform/throttle"
 	"tvsm/internal/testkit/nodetest"
 )
 
@@ -110,7 +111,6 @@ func BenchmarkLegitimateGETUnderFailedLogins(b *testing.B) {
 	}
 	b.StopTimer()
 
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	for _, env := range []*nodetest.Env{bounded, unbounded} {
 		name := map[*nodetest.Env]string{bounded: "bounded", unbounded: "unbounded"}[env]
 		var idle99, attack99, ratio99, ratio50 []float64
@@ -154,3 +154,153 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	rank := (p*len(s) + 99) / 100
 	return s[max(rank-1, 0)]
 }
+
+// BenchmarkAdminSignInDuringSpray measures an admin's sign-ins whose
+// password is not cached (every one a bcrypt check at the default cost)
+// during a password spray: one wrong password tried on ever new logins, 40
+// a second, open loop, from 1,000 client addresses in turn. The node has
+// the default bound on password checks (half the cores) and its default
+// wait for a turn.
+//
+// Each round has two phases of the same length: no spray, then spray.
+// In each, two admins sign in every 250 ms, half a period apart: one from
+// the address it signed in from before (a known pair, served first), one
+// from an address never seen (no failure recorded there, so ahead of
+// failing addresses, but level with the spray's own first attempts from
+// fresh addresses).
+// Reported: the success rate and the p99 of each over all rounds;
+// logged: per round min/median/max and the spray's answers.
+//
+//	go test -run '^$' -bench AdminSignInDuringSpray -benchtime 3x -timeout 30m ./httpapi/
+func BenchmarkAdminSignInDuringSpray(b *testing.B) {
+	const (
+		phase       = 10 * time.Second
+		signInEvery = 250 * time.Millisecond
+		addresses   = 1000
+		sprayRate   = 40 // wrong passwords a second, all addresses together
+	)
+	env := nodetest.StartWith(b, nodetest.Options{
+		BcryptCost:     bcrypt.DefaultCost,
+		PasswordChecks: httpapi.DefaultMaxPasswordChecks(),
+		PasswordCache:  -1, // every sign-in needs a check
+		// The node's default limits: 5 failures per login and address,
+		// 20 per address, 20 per login from all addresses, a minute.
+		AdminLogins: throttle.GuardOptions{LoginLimit: 5, AddressLimit: 20, LoginTotalLimit: 20},
+	})
+	url := env.URL + "/api/admin/providers"
+	sprayers := make([]*http.Client, addresses)
+	for i := range sprayers {
+		sprayers[i] = clientFrom(b, fmt.Sprintf("127.1.%d.%d", i/250, 1+i%250))
+	}
+	known := clientFrom(b, "127.0.0.2")
+	if status, _, body := send(b, known, http.MethodGet, url, env.SuperLogin, env.SuperPassword, nil); status != http.StatusOK {
+		b.Fatalf("the admin's first sign-in: %d %s", status, body)
+	}
+	var freshSeq atomic.Int64
+	// freshClient returns a client from an address never used before.
+	freshClient := func() *http.Client {
+		n := freshSeq.Add(1)
+		return clientFrom(b, fmt.Sprintf("127.2.%d.%d", n/250, 1+n%250))
+	}
+
+	type outcome struct {
+		ok      bool
+		latency time.Duration
+	}
+	// signIns signs in every signInEvery for d, from known and, half a
+	// period later (so that the two admins do not wait for each other's
+	// check), from a fresh address each time.
+	signIns := func(d time.Duration) (fromKnown, fromFresh []outcome) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		end := time.Now().Add(d)
+		every := func(offset time.Duration, client func() *http.Client, into *[]outcome) {
+			time.Sleep(offset)
+			for ; time.Now().Before(end); time.Sleep(signInEvery) {
+				c := client()
+				wg.Go(func() {
+					start := time.Now()
+					status, _, _ := send(b, c, http.MethodGet, url, env.SuperLogin, env.SuperPassword, nil)
+					mu.Lock()
+					*into = append(*into, outcome{status == http.StatusOK, time.Since(start)})
+					mu.Unlock()
+				})
+			}
+		}
+		wg.Go(func() { every(0, func() *http.Client { return known }, &fromKnown) })
+		wg.Go(func() { every(signInEvery/2, freshClient, &fromFresh) })
+		wg.Wait()
+		return fromKnown, fromFresh
+	}
+	var (
+		sprayed   = map[int]int{}
+		sprayedMu sync.Mutex
+		sprayNext atomic.Int64
+	)
+	// spray sends sprayRate wrong passwords a second for d, open loop,
+	// and waits for every answer.
+	spray := func(d time.Duration) {
+		var wg sync.WaitGroup
+		tick := time.NewTicker(time.Second / sprayRate)
+		defer tick.Stop()
+		for end := time.Now().Add(d); time.Now().Before(end); <-tick.C {
+			n := sprayNext.Add(1)
+			wg.Go(func() {
+				status, _, _ := send(b, sprayers[n%addresses], http.MethodGet, url, fmt.Sprint("user", n), "Winter2026!", nil)
+				sprayedMu.Lock()
+				sprayed[status]++
+				sprayedMu.Unlock()
+			})
+		}
+		wg.Wait()
+	}
+
+	latencies := func(os []outcome) []time.Duration {
+		var out []time.Duration
+		for _, o := range os {
+			out = append(out, o.latency)
+		}
+		return out
+	}
+	var idleKnown, idleFresh, sprayKnown, sprayFresh []outcome
+	type roundFigures struct{ knownP99, freshP99 float64 }
+	var rounds []roundFigures
+	b.ResetTimer()
+	for b.Loop() {
+		k, f := signIns(phase)
+		idleKnown, idleFresh = append(idleKnown, k...), append(idleFresh, f...)
+		done := make(chan struct{})
+		go func() { spray(phase); close(done) }()
+		time.Sleep(time.Second) // the spray's queue builds up first
+		k, f = signIns(phase - time.Second)
+		<-done
+		sprayKnown, sprayFresh = append(sprayKnown, k...), append(sprayFresh, f...)
+		rounds = append(rounds, roundFigures{ms(percentile(latencies(k), 99)), ms(percentile(latencies(f), 99))})
+	}
+	b.StopTimer()
+
+	for _, s := range []struct {
+		name string
+		o    []outcome
+	}{{"known-idle", idleKnown}, {"known-spray", sprayKnown}, {"fresh-idle", idleFresh}, {"fresh-spray", sprayFresh}} {
+		var ok int
+		var lat []time.Duration
+		for _, o := range s.o {
+			if o.ok {
+				ok++
+			}
+			lat = append(lat, o.latency)
+		}
+		b.ReportMetric(100*float64(ok)/float64(max(1, len(s.o))), s.name+"-success-%")
+		b.ReportMetric(ms(percentile(lat, 99)), s.name+"-p99-ms")
+		b.Logf("%s: %d of %d sign-ins succeeded; p50 %.1f ms, p99 %.1f ms", s.name, ok, len(s.o), ms(percentile(lat, 50)), ms(percentile(lat, 99)))
+	}
+	var knownP99, freshP99 []float64
+	for _, r := range rounds {
+		knownP99, freshP99 = append(knownP99, r.knownP99), append(freshP99, r.freshP99)
+	}
+	b.Logf("p99 per round during the spray (min/median/max over %d): known %s ms, fresh %s ms; spray answered %v",
+		len(rounds), mmm(knownP99), mmm(freshP99), sprayed)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"tvsm/internal/platform/admission"
 	"tvsm/internal/platform/throttle"
 )
 
@@ -49,8 +50,8 @@ func retryAfterSeconds(d time.Duration) int64 {
 }
 
 // writeAuthError is WriteError that also sets Retry-After on a throttled
-// attempt (429) and on one refused because too many password checks run
-// (503: they finish within a second).
+// attempt (429) and on one refused because the password checks waiting
+// exceed what the node can check in time (503).
 func writeAuthError(c *gin.Context, err error) {
 	var te *ThrottledError
 	switch {
@@ -89,6 +90,12 @@ func ClientAddress(ctx context.Context) string {
 // check and take no part of the limits; concurrent requests with the same
 // credentials share one check (a sync job's workers starting together),
 // and when it fails each of them counts as a failure.
+//
+// Checks wait their turn by the attempt's standing (throttle.Standing):
+// a login that succeeded from the address before goes first, then
+// addresses with no recent failure, then failing addresses, each address
+// in turn; so a password spray, however wide, delays an admin by at most
+// the checks running when the admin's arrives.
 func ThrottleLogins(auth Authenticator, g *throttle.Guard) Authenticator {
 	if g == nil {
 		return auth
@@ -175,16 +182,30 @@ func (t *throttledAuth) Authenticate(ctx context.Context, login, password string
 func (t *throttledAuth) check(ctx context.Context, key flightKey, f *flight, login, addr, password string) (p Principal, err error) {
 	checked := false
 	defer func() { t.land(key, f, p, err, checked) }()
+	lane := checkLaneOf(t.guard.Standing(login, addr))
 	attempt, wait, ok := t.guard.Begin(ctx, login, addr)
 	if !ok {
 		return Principal{}, Throttled(wait)
 	}
 	returned := false
 	defer func() { finishAttempt(attempt, returned, err, ErrBadCredentials) }()
-	p, err = t.auth.Authenticate(ctx, login, password)
+	p, err = t.auth.Authenticate(withCheckLane(ctx, lane), login, password)
 	returned = true
 	checked = err == nil || !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 	return p, err
+}
+
+// checkLaneOf is the password check's lane of an attempt that stands s:
+// logins known at their address first, then addresses with no recent
+// failure, then failing addresses.
+func checkLaneOf(s throttle.Standing) admission.Lane {
+	switch s {
+	case throttle.Known:
+		return admission.Trusted
+	case throttle.Failing:
+		return admission.Suspect
+	}
+	return admission.Clean
 }
 
 // join returns the flight checking key, and whether the caller starts it

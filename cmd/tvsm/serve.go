@@ -142,6 +142,7 @@ func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, reg 
 			LoginLimit: cfg.DeviceLoginFailures, AddressLimit: cfg.DeviceAddressFailures, LoginTotalLimit: cfg.DeviceLoginTotalFailures,
 		},
 		PasswordChecks:     cfg.PasswordChecks,
+		PasswordCheckWait:  cfg.PasswordCheckWait,
 		OpsListener:        cfg.OpsHTTPAddr != "",
 		Sockets:            wsgateway.Options{MaxPerAddress: cfg.MaxWebsocketsPerAddress},
 		DefaultDeviceLimit: cmp.Or(cfg.DefaultDeviceLimit, -1), // 0 is none here, the default there

@@ -112,8 +112,10 @@ type Config struct {
 	AdminLoginFailures, AdminAddressFailures, AdminLoginTotalFailures    int
 	DeviceLoginFailures, DeviceAddressFailures, DeviceLoginTotalFailures int
 	// PasswordChecks bounds the admin password checks (bcrypt) running at
-	// once; 0 means half the cores.
-	PasswordChecks int
+	// once; 0 means half the cores. PasswordCheckWait bounds a check's wait
+	// for its turn; longer waits are answered 503 (the node is overloaded).
+	PasswordChecks    int
+	PasswordCheckWait time.Duration
 	// MaxConnections caps the connections of the HTTP listener, in all and
 	// from one client address (an IPv6 client's /64 counts as one);
 	// MaxWebsocketsPerAddress caps the device websockets from one address.
@@ -149,6 +151,7 @@ func Defaults() Config {
 		DeviceLoginFailures:      5,
 		DeviceAddressFailures:    20,
 		DeviceLoginTotalFailures: 20,
+		PasswordCheckWait:        2 * time.Second,
 		MaxConnections:           100_000,
 		MaxConnectionsPerAddress: 1000,
 		MaxWebsocketsPerAddress:  500,
@@ -517,7 +520,7 @@ var settings = []setting{
 	failuresSetting("device_login_total_failures", "failed device logins of one account login from all addresses (refusing only addresses that failed it)", func(c *Config) *int { return &c.DeviceLoginTotalFailures }),
 	{
 		key:   "password_checks",
-		usage: "`count` of admin password checks (bcrypt) run at once; more are answered 503 at once (0 = half the cores)",
+		usage: "`count` of admin password checks (bcrypt) run at once; more wait their turn, logins that succeeded from the address before first (0 = half the cores)",
 		set: func(c *Config, v string) error {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < 0 || n > 1024 {
@@ -527,6 +530,16 @@ var settings = []setting{
 			return nil
 		},
 		get: func(c *Config) string { return strconv.Itoa(c.PasswordChecks) },
+	},
+	{
+		key:   "password_check_wait",
+		usage: "longest `duration` an admin password check waits for its turn; a login that would wait longer is answered 503 (the node is overloaded)",
+		set: func(c *Config, v string) error {
+			d, err := parsePositiveDuration(v)
+			c.PasswordCheckWait = d
+			return err
+		},
+		get: func(c *Config) string { return c.PasswordCheckWait.String() },
 	},
 	countSetting("max_connections", "connections the HTTP listener holds at once; more are answered 503 and closed", 10_000_000,
 		func(c *Config) *int { return &c.MaxConnections }),

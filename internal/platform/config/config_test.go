@@ -266,6 +266,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "mapped network too wide", args: []string{"--billing-allowed-networks", "::ffff:0:0/90"}, want: []string{"-billing-allowed-networks", "at least 96 bits"}},
 		{name: "bad ops listener", file: "ops_http: 9100\n", want: []string{`key "ops_http"`, "not host:port"}},
 		{name: "negative password checks", args: []string{"--password-checks", "-1"}, want: []string{"-password-checks", "from 0 to 1024"}},
+		{name: "zero password check wait", args: []string{"--password-check-wait", "0s"}, want: []string{"-password-check-wait"}},
 		{name: "zero total failures", env: map[string]string{"TVSM_ADMIN_LOGIN_TOTAL_FAILURES": "0"}, want: []string{"env TVSM_ADMIN_LOGIN_TOTAL_FAILURES", "from 1 to 1000000"}},
 		{name: "embedded statistics on a shared store", args: []string{"--eventstore", "esdb://localhost:2113?tls=false"}, want: []string{"stats: the embedded statistics store is one node's own", "stats_embedded_on_shared_store: true"}},
 		{name: "embedded statistics on a shared store explicitly not allowed", env: map[string]string{"TVSM_EVENTSTORE": "esdb://h:2113", "TVSM_STATS_EMBEDDED_ON_SHARED_STORE": "false"}, want: []string{"stats_embedded_on_shared_store: true"}},

@@ -41,7 +41,10 @@ type GuardOptions struct {
 	// logins from one address (set-top boxes behind one NAT starting
 	// together) is checked a limit's worth at a time instead of refused.
 	MaxWait time.Duration
-	Clock   func() time.Time
+	// KnownFor is how long a login that succeeded from an address stays
+	// known there (Standing; default DefaultKnownFor).
+	KnownFor time.Duration
+	Clock    func() time.Time
 }
 
 // Guard throttles failed logins by three counts together: per login and
@@ -58,6 +61,7 @@ type Guard struct {
 	pairs     *Keyed[pairKey]
 	addresses *Limiter
 	logins    *Limiter
+	known     *knownPairs
 	maxWait   time.Duration
 
 	mu sync.Mutex
@@ -104,6 +108,7 @@ func NewGuard(o GuardOptions) *Guard {
 		pairs:             NewKeyed[pairKey](limit(o.LoginLimit)),
 		addresses:         New(limit(o.AddressLimit)),
 		logins:            New(limit(o.LoginTotalLimit)),
+		known:             newKnownPairs(o.KnownFor, o.MaxKeys, o.Clock),
 		maxWait:           o.MaxWait,
 		pairsInFlight:     map[pairKey]int{},
 		addressesInFlight: map[string]int{},
@@ -138,11 +143,13 @@ func (g *Guard) Check(login, address string) (retryAfter time.Duration, ok bool)
 }
 
 // Forget forgets the failures of login from address after a success that
-// needed no attempt (Check, then credentials verified recently).
+// needed no attempt (Check, then credentials verified recently), and
+// remembers the pair as known.
 func (g *Guard) Forget(login, address string) {
 	if g == nil {
 		return
 	}
+	g.known.add(login, address)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.pairs.Succeed(pairKey{login, address})
@@ -238,8 +245,12 @@ func (a Attempt) Failed() {
 // Succeeded records a successful login: the failures of the login from
 // this address are forgotten. The address's are kept, or one valid account
 // would let its holder reset the address limit between guesses at other
-// logins; so are the login's from other addresses.
+// logins; so are the login's from other addresses. The pair is known from
+// then on (Standing).
 func (a Attempt) Succeeded() {
+	if a.g != nil {
+		a.g.known.add(a.key.login, a.key.address)
+	}
 	a.end(func(g *Guard) { g.pairs.Succeed(a.key) })
 }
 

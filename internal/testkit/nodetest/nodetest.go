@@ -84,6 +84,13 @@ type Options struct {
 	// tests logging in concurrently are not refused; tests of the bound set
 	// their own.
 	PasswordChecks int
+	// PasswordCheckWait bounds a password check's wait for its turn
+	// (node.Options.PasswordCheckWait; zero: the node's default).
+	PasswordCheckWait time.Duration
+	// PasswordCache bounds the cache of verified admin credentials
+	// (node.Options.PasswordCache); negative turns it off, so that every
+	// login needs a password check.
+	PasswordCache int
 	// DeviceTokenTTL is the lifetime of device tokens (default 30 days).
 	DeviceTokenTTL time.Duration
 	// Store, when set, is used instead of a new embedded store in Dir, and
@@ -183,8 +190,10 @@ func StartWith(t testing.TB, o Options) *Env {
 		AdminLogin: SuperLogin, AdminPassword: SuperPassword,
 		BcryptCost: cmp.Or(o.BcryptCost, bcrypt.MinCost), Clock: o.Clock,
 		AdminLogins: generous(o.AdminLogins), DeviceLogins: generous(o.DeviceLogins), DeviceTokenTTL: o.DeviceTokenTTL,
-		PasswordChecks: cmp.Or(o.PasswordChecks, 64),
-		Timers:         o.Timers, Billing: o.Billing, NodeName: "test", Sockets: o.Sockets,
+		PasswordChecks:    cmp.Or(o.PasswordChecks, 64),
+		PasswordCheckWait: o.PasswordCheckWait,
+		PasswordCache:     o.PasswordCache,
+		Timers:            o.Timers, Billing: o.Billing, NodeName: "test", Sockets: o.Sockets,
 		Stats: o.Stats, StatsName: o.StatsName, DefaultDeviceLimit: o.DefaultDeviceLimit,
 		ReadYourWritesTimeout: o.ReadYourWritesTimeout, MasterKey: o.MasterKey, Keys: keys,
 	})

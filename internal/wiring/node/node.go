@@ -89,9 +89,14 @@ type Options struct {
 	// DefaultDeviceLimit, negative none.
 	DefaultDeviceLimit int
 	// PasswordChecks bounds the admin password checks (bcrypt) running at
-	// once; more are answered 503 at once (httpapi.BcryptOptions.MaxChecks:
-	// 0 is half the cores, negative no bound).
-	PasswordChecks int
+	// once; more wait their turn (httpapi.BcryptOptions.MaxChecks: 0 is half
+	// the cores, negative no bound), at most PasswordCheckWait (0: the
+	// default, two seconds) before they are answered 503.
+	PasswordChecks    int
+	PasswordCheckWait time.Duration
+	// PasswordCache bounds the cache of verified admin credentials
+	// (httpapi.BcryptOptions.CacheSize: 0 is the default, negative none).
+	PasswordCache int
 	// DeviceTokenTTL is the lifetime of device tokens (default 30 days).
 	DeviceTokenTTL time.Duration
 	// Sockets configures the device websocket hub; the command dispatcher
@@ -391,7 +396,9 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 	if opts.OpsListener {
 		n.Ops = httpapi.NewOps(engineOpts)
 	}
-	passwords := httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{DummyCost: opts.BcryptCost, MaxChecks: opts.PasswordChecks})
+	passwords := httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{
+		DummyCost: opts.BcryptCost, MaxChecks: opts.PasswordChecks, MaxCheckWait: opts.PasswordCheckWait, CacheSize: opts.PasswordCache,
+	})
 	registerPasswordMetrics(opts.Metrics, passwords)
 	registerProjectionMetrics(opts.Metrics, n.backend, map[string]*projections.Runner{"readmodel": n.Runner, "statistics": n.StatsRunner}, opts.Clock)
 	registerReadModelMetrics(opts.Metrics, n.Model)
@@ -453,15 +460,18 @@ func (panicsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// registerPasswordMetrics exports the admin password checks made and
-// refused because too many ran at once.
+// registerPasswordMetrics exports the admin password checks made, refused
+// because they could not have their turn in time, and waiting now.
 func registerPasswordMetrics(reg prometheus.Registerer, a *httpapi.BcryptAuthenticator) {
 	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "tvsm_password_checks_total", Help: "Admin password checks (bcrypt comparisons) made.",
 	}, func() float64 { return float64(a.Comparisons()) }))
 	metrics.Register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "tvsm_password_checks_refused_total", Help: "Admin logins answered 503 because too many password checks ran at once.",
+		Name: "tvsm_password_checks_refused_total", Help: "Admin logins answered 503 because their password check could not have its turn within password_check_wait.",
 	}, func() float64 { return float64(a.Refused()) }))
+	metrics.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "tvsm_password_checks_waiting", Help: "Admin password checks waiting for their turn.",
+	}, func() float64 { return float64(a.Waiting()) }))
 }
 
 // scheduleSnapshots writes read model snapshots on opts.SnapshotSpec.
