@@ -20,7 +20,7 @@ var MinServerVersion = client.ServerVersion{Major: 22, Minor: 6}
 
 // ErrServerTooOld is the error of Open on a server older than
 // MinServerVersion, or one that does not say its version.
-var ErrServerTooOld = errors.New("EventStoreDB server too old")
+var ErrServerTooOld = errors.New("server too old")
 
 func versionString(v client.ServerVersion) string {
 	return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
@@ -47,10 +47,10 @@ func checkServerVersion(c *client.Client) error {
 	}
 	switch {
 	case *v == client.ServerVersion{}:
-		return fmt.Errorf("%w: the server does not tell its version (it has no ServerFeatures API: EventStoreDB before 21.10); tvsm needs EventStoreDB %s or newer",
+		return fmt.Errorf("%w: it does not tell its version (it has no ServerFeatures API: EventStoreDB before 21.10); tvsm needs EventStoreDB %s or newer",
 			ErrServerTooOld, versionString(MinServerVersion))
 	case older(*v, MinServerVersion):
-		return fmt.Errorf("%w: the server is EventStoreDB %s; tvsm needs %s or newer (stream reads carry event positions only from 22.6 on)",
+		return fmt.Errorf("%w: it is EventStoreDB %s; tvsm needs %s or newer (stream reads carry event positions only from 22.6 on)",
 			ErrServerTooOld, versionString(*v), versionString(MinServerVersion))
 	}
 	return nil
