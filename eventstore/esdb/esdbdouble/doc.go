@@ -27,8 +27,8 @@
 //     ticks since the Unix epoch) system metadata the client needs; an
 //     append without "type" or "content-type" is refused, and so is one
 //     whose data and metadata exceed 1 MiB (EventStoreDB's default maximum
-//     append size). System streams ("$...") are refused as to an anonymous
-//     user.
+//     append size). System streams ("$...") are refused as to a user who
+//     is not an admin, but for the metadata streams of user streams.
 //   - Reads of a stream and of $all, forwards and backwards. A read of $all
 //     forwards from a position includes the event there; backwards starts
 //     before it. Positions are byte offsets in the double's log file, as
