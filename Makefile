@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # Extra arguments for `make run`, e.g. make run ARGS='--http :9090 --log-level debug'.
 ARGS     ?=
 
-.PHONY: all run build test faults compat bench bench-writes bench-broadcast lint fuzz clean console console-check screenshots
+.PHONY: all run build test esdb-client-tests faults compat bench bench-writes bench-broadcast lint fuzz clean console console-check screenshots
 
 all: lint build test
 
@@ -32,6 +32,10 @@ TEST_GORACE := atexit_sleep_ms=50
 ## test: run every test with the race detector; a summary names skipped and slowest tests
 test:
 	GORACE="$(TEST_GORACE) $$GORACE" GO=$(GO) $(GO) run ./internal/tools/testsummary -race -count=1 ./...
+
+## esdb-client-tests: run EventStore-Client-Go's own integration tests of what the EventStoreDB protocol double serves, against the double
+esdb-client-tests:
+	GO=$(GO) $(GO) run ./internal/tools/esdbclienttests
 
 # How many times make faults kills the node (SIGKILL) under load.
 KILLS ?= 3

@@ -252,3 +252,32 @@ func TestServeOnESDBDouble(t *testing.T) {
 		t.Fatalf("esdb-double exited %d; log:\n%s", code, double.log)
 	}
 }
+
+// TestServeRefusesOldEventStoreDB: serve on an EventStoreDB older than the
+// backend needs (the double announcing 22.3.0) exits at start with an
+// error naming the version found and the one needed.
+func TestServeRefusesOldEventStoreDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	double := startProcess(t, "esdb-double", nil, "esdb-double", "--data", filepath.Join(dir, "esdb"),
+		"--listen", "127.0.0.1:0", "--log-format", "json", "--server-version", "22.3.0")
+	storeAddr := double.addr()
+	node := startProcess(t, "serve", []string{"TVSM_ADMIN_LOGIN=root", "TVSM_ADMIN_PASSWORD=esdb-double-test", testMasterKeyEnv},
+		"serve", "--http", "127.0.0.1:0", "--data", filepath.Join(dir, "node"), "--log-format", "json",
+		"--eventstore", "esdb://"+storeAddr+"?tls=false", "--stats-embedded-on-shared-store", "true")
+	select {
+	case code := <-node.exited:
+		if code == exitOK {
+			t.Fatalf("serve exited 0 on EventStoreDB 22.3.0; log:\n%s", node.log)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve still running 30s after start on EventStoreDB 22.3.0; log:\n%s", node.log)
+	}
+	for _, want := range []string{"EventStoreDB 22.3.0", "needs 22.6.0 or newer"} {
+		if !strings.Contains(node.log.String(), want) {
+			t.Errorf("serve's log lacks %q:\n%s", want, node.log)
+		}
+	}
+}

@@ -143,7 +143,8 @@ func (c *conn) failed(g *generation, err error) {
 	}
 }
 
-// revive builds clients until one answers, then installs it.
+// revive builds clients until one answers, from a server recent enough,
+// then installs it.
 func (c *conn) revive() {
 	delay := c.opts.ReconnectMin
 	for attempt := 1; ; attempt++ {
@@ -158,6 +159,11 @@ func (c *conn) revive() {
 			ctx, cancel := context.WithTimeout(context.Background(), c.opts.ProbeTimeout)
 			_, err = readHead(ctx, g.c)
 			cancel()
+			if err == nil {
+				// The server back may be another node, or an older
+				// build put in its place.
+				err = checkServerVersion(g.c)
+			}
 			if err != nil {
 				g.close()
 			}
@@ -178,7 +184,11 @@ func (c *conn) revive() {
 		c.mu.Lock()
 		c.lastErr = err
 		c.mu.Unlock()
-		c.log.Debug("event store still unreachable", "attempt", attempt, "error", err)
+		if errors.Is(err, ErrServerTooOld) {
+			c.log.Error("event store refused", "attempt", attempt, "error", err)
+		} else {
+			c.log.Debug("event store still unreachable", "attempt", attempt, "error", err)
+		}
 		delay = min(delay*2, c.opts.ReconnectMax)
 	}
 }

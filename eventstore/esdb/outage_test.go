@@ -31,6 +31,7 @@ type restartable struct {
 	t    *testing.T
 	dir  string
 	addr string
+	opts esdbdouble.Options // of the next start
 	srv  *esdbdouble.Server
 }
 
@@ -43,7 +44,7 @@ func newRestartable(t *testing.T) *restartable {
 
 func (r *restartable) start() {
 	r.t.Helper()
-	srv, err := esdbdouble.Start(r.dir, r.addr, esdbdouble.Options{})
+	srv, err := esdbdouble.Start(r.dir, r.addr, r.opts)
 	if err != nil {
 		r.t.Fatal(err)
 	}

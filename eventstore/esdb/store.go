@@ -111,7 +111,8 @@ type Store struct {
 
 // Open connects to the EventStoreDB that url names (esdb://host:port?tls=false,
 // esdb+discover://..., as EventStoreDB's connection strings) and waits, up
-// to Options.ConnectTimeout or ctx, until it answers a read.
+// to Options.ConnectTimeout or ctx, until it answers a read. It refuses a
+// server older than MinServerVersion with ErrServerTooOld.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
 	cfg, err := client.ParseConnectionString(url)
@@ -130,6 +131,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s := &Store{url: url, conn: c, log: log, closing: make(chan struct{})}
 	if err := s.waitReachable(ctx, opts.ConnectTimeout); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("esdb: %s: %w", redact(url), err)
+	}
+	if err := s.conn.do(ctx, checkServerVersion); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("esdb: %s: %w", redact(url), err)
 	}

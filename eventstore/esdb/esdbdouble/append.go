@@ -54,21 +54,23 @@ type appendResult struct {
 //   - Equal: the events are appended, whatever their ids (an id may occur
 //     twice in a stream, and in any number of streams).
 //
-// Before all that, a tombstoned stream refuses every append as deleted.
-// A soft-deleted stream refuses StreamExists as deleted, takes NoStream as
-// its current revision (unless the append repeats the stream's first
-// events), and is recreated by the append: its revisions go on, and a new
-// metadata event makes reads start at the first appended event.
+// Before all that, a tombstoned stream, and the metadata stream of one,
+// refuses every append as deleted. A soft-deleted stream refuses
+// StreamExists as deleted, takes NoStream as its current revision (unless
+// the append repeats the stream's first events), and is recreated by the
+// append: its revisions go on, and a new metadata event makes reads start
+// at the first appended event. An append to the metadata stream of a
+// soft-deleted stream recreates that stream too (see undelete).
 //
 // The caller holds l.mu.
 func (l *eventLog) decide(stream string, exp expectation, evs []*event) (appendResult, error) {
-	if i, gone := l.tombstones[stream]; gone {
-		return appendResult{deleted: true, wait: i + 1}, nil
+	if gone, wait := l.tombstoned(stream); gone {
+		return appendResult{deleted: true, wait: wait}, nil
 	}
 	idx := l.streams[stream]
 	cur := int64(len(idx)) - 1
-	tb, metaAt := l.truncateBefore(stream, len(l.events))
-	soft := tb == deletedStream
+	m, metaAt := l.metadataOf(stream, len(l.events))
+	soft := m.truncateBefore == deletedStream
 	wrong := appendResult{wrong: true, current: cur}
 	switch exp.kind {
 	case expectStreamExists:
@@ -143,8 +145,8 @@ func (l *eventLog) commit(stream string, cur int64, evs []*event, recreate bool)
 		e.rev = uint64(cur + 1 + int64(i))
 	}
 	written := evs
-	if recreate {
-		written = append(evs[:len(evs):len(evs)], l.metadataEvent(stream, cur+1, evs[0].created))
+	if m := l.undelete(stream, cur, evs, recreate); m != nil {
+		written = append(evs[:len(evs):len(evs)], m)
 	}
 	n, err := l.write(written)
 	if err != nil {
@@ -155,4 +157,44 @@ func (l *eventLog) commit(stream string, cur int64, evs []*event, recreate bool)
 	}
 	last := evs[len(evs)-1]
 	return appendResult{rev: last.rev, pos: last.pos, wait: n}, nil
+}
+
+// undelete returns the metadata event with which the server recreates a
+// soft-deleted stream after evs are appended to stream after revision cur
+// (StorageWriterService.cs in https://github.com/EventStore/EventStore),
+// or nil when there is none:
+//
+//   - evs recreate stream (recreate is set): its last metadata, with "$tb"
+//     set to the revision of the first of evs;
+//   - evs are metadata of a soft-deleted stream: the last of them, with
+//     "$tb" set to the revision after that stream's last event.
+//
+// As the server, it writes none when the metadata is not a JSON object
+// (the stream then stays deleted). The caller holds l.mu.
+func (l *eventLog) undelete(stream string, cur int64, evs []*event, recreate bool) *event {
+	created := evs[0].created
+	if recreate {
+		meta := metastream(stream)
+		i := l.lastOf(meta, len(l.events))
+		if i < 0 {
+			return nil
+		}
+		data, ok := withTruncateBefore(l.events[i].data, cur+1)
+		if !ok {
+			return nil
+		}
+		return metadataEvent(stream, uint64(len(l.streams[meta])), data, created)
+	}
+	orig, ok := isMetastream(stream)
+	if !ok {
+		return nil
+	}
+	if m, _ := l.metadataOf(orig, len(l.events)); m.truncateBefore != deletedStream {
+		return nil
+	}
+	data, ok := withTruncateBefore(evs[len(evs)-1].data, int64(len(l.streams[orig])))
+	if !ok {
+		return nil
+	}
+	return metadataEvent(orig, uint64(cur+1)+uint64(len(evs)), data, created)
 }

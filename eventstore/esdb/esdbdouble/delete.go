@@ -2,7 +2,6 @@ package esdbdouble
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -23,10 +22,14 @@ import (
 //     "$streamDeleted", at revision deletedStream, without data. It is in
 //     $all but not in the stream's index: the stream reads as deleted.
 //   - A soft delete is a "$metadata" event of the stream's metadata stream
-//     ("$$" + name) whose "$tb" (truncate before) is deletedStream. The
-//     stream then reads as not found; an append recreates it (revisions go
-//     on) and writes metadata whose "$tb" is its first new revision, from
-//     which reads then start.
+//     ("$$" + name) whose data is only a "$tb" (truncate before) of
+//     deletedStream: the metadata the stream had before is dropped. The
+//     stream then reads as not found. An append recreates it: its
+//     revisions go on, and the double writes metadata (that of the delete,
+//     or whatever was set since) with "$tb" set to the first new revision,
+//     from which reads then start. Setting metadata recreates it too, from
+//     the revision after its last: the double writes the metadata set
+//     again, with that "$tb".
 //
 // The stream's events stay in the log and in $all either way: EventStoreDB
 // removes them only when an operator scavenges, which the double does not.
@@ -38,32 +41,12 @@ const (
 	deletedStream = math.MaxInt64
 )
 
-// metastream is the name of stream's metadata stream.
-func metastream(stream string) string { return "$$" + stream }
-
 func (e *event) isTombstone() bool { return e.typ == tombstoneType && e.rev == deletedStream }
 
-// truncateBeforeOf reads "$tb" out of stream metadata (0 when it has none).
-func truncateBeforeOf(data []byte) int64 {
-	var m struct {
-		TB *int64 `json:"$tb"`
-	}
-	if json.Unmarshal(data, &m) != nil || m.TB == nil {
-		return 0
-	}
-	return *m.TB
-}
-
-// metadataEvent is the next event of stream's metadata stream, setting its
-// "$tb" to tb. The caller holds l.mu.
-func (l *eventLog) metadataEvent(stream string, tb int64, created int64) *event {
-	meta := metastream(stream)
-	return &event{
-		stream: meta, rev: uint64(len(l.streams[meta])), id: uuid.New(),
-		typ: metadataType, contentType: "application/json", created: created,
-		data: fmt.Appendf(nil, `{"$tb":%d}`, tb),
-	}
-}
+// softDeleteData is the metadata a soft delete writes, in place of the
+// stream's metadata before (StorageWriterService.cs in
+// https://github.com/EventStore/EventStore).
+var softDeleteData = fmt.Appendf(nil, `{"$tb":%d}`, deletedStream)
 
 // Delete implements the Delete call: EventStoreDB's soft delete.
 func (st *streams) Delete(ctx context.Context, req *api.DeleteReq) (*api.DeleteResp, error) {
@@ -152,12 +135,12 @@ func (st *streams) delete(ctx context.Context, stream string, exp expectation, h
 // tombstoned stream refuses it as deleted, as a soft-deleted one refuses
 // StreamExists. The caller holds l.mu.
 func (l *eventLog) decideDelete(stream string, exp expectation, hard bool, created int64) (appendResult, error) {
-	if i, gone := l.tombstones[stream]; gone {
-		return appendResult{deleted: true, wait: i + 1}, nil
+	if gone, wait := l.tombstoned(stream); gone {
+		return appendResult{deleted: true, wait: wait}, nil
 	}
 	cur := int64(len(l.streams[stream])) - 1
-	tb, metaAt := l.truncateBefore(stream, len(l.events))
-	soft := tb == deletedStream
+	m, metaAt := l.metadataOf(stream, len(l.events))
+	soft := m.truncateBefore == deletedStream
 	known := cur >= 0 || metaAt >= 0
 	wrong := appendResult{wrong: true, current: cur}
 	switch exp.kind {
@@ -189,7 +172,8 @@ func (l *eventLog) decideDelete(stream string, exp expectation, hard bool, creat
 		if cur < 0 && metaAt < 0 {
 			return wrong, nil
 		}
-		e = l.metadataEvent(stream, deletedStream, created)
+		meta := metastream(stream)
+		e = metadataEvent(stream, uint64(len(l.streams[meta])), softDeleteData, created)
 	}
 	n, err := l.write([]*event{e})
 	if err != nil {

@@ -4,7 +4,7 @@
 // protocol files that the client module ships. It is not EventStoreDB and
 // not a database to run anything on: one process, no cluster, no
 // projections, no authentication, no scavenge, no persistent
-// subscriptions.
+// subscriptions, no subscriptions to a single stream, no BatchAppend.
 // What it does implement, it implements no more forgivingly than
 // EventStoreDB, so that code passing its tests does not rely on anything a
 // real server would refuse:
@@ -27,8 +27,8 @@
 //     ticks since the Unix epoch) system metadata the client needs; an
 //     append without "type" or "content-type" is refused, and so is one
 //     whose data and metadata exceed 1 MiB (EventStoreDB's default maximum
-//     append size). System streams ("$...") are refused as to an anonymous
-//     user.
+//     append size). System streams ("$...") are refused as to a user who
+//     is not an admin, but for the metadata streams of user streams.
 //   - Reads of a stream and of $all, forwards and backwards. A read of $all
 //     forwards from a position includes the event there; backwards starts
 //     before it. Positions are byte offsets in the double's log file, as
@@ -59,8 +59,22 @@
 //     that never had events fails with a wrong expected version. Deleted
 //     events stay in $all: EventStoreDB removes them only in a scavenge,
 //     which the double does not run.
-//   - ServerFeatures is not served: the client gets Unimplemented and
-//     treats the double as a server without it.
+//   - Stream metadata: appends to and reads of "$$<stream>", the metadata
+//     stream of a user stream (every user's to write and read under
+//     EventStoreDB's default ACL; those of system streams are refused).
+//     Reads of a stream show only what its metadata leaves: nothing below
+//     "$tb", only the last "$maxCount" events, none older than "$maxAge"
+//     at the time of the read; a metadata stream shows only its last event.
+//     Metadata the server could not read (not JSON, a reserved member of
+//     the wrong kind) has no effect, as on EventStoreDB. ACLs are stored
+//     but not enforced: the double has no users. Setting metadata on a
+//     soft-deleted stream recreates it after its last revision. See
+//     metadata.go, https://developers.eventstore.com/server/v24.10/features/streams.html.
+//   - ServerFeatures: the double announces EventStoreDB DefaultServerVersion
+//     (24.10.0), the newest whose Streams API behaviour it has, with the
+//     methods it serves; Options.ServerVersion announces another, and
+//     Options.NoServerFeatures leaves the service out, as servers before
+//     21.10 (the client then sees version 0.0.0).
 //
 // The log is durable: an append is acknowledged only after an fsync that
 // covers it (concurrent appends share fsyncs), readers and subscribers see

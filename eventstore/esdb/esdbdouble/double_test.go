@@ -12,6 +12,7 @@ import (
 	"time"
 
 	client "github.com/EventStore/EventStore-Client-Go/v4/esdb"
+	"github.com/EventStore/EventStore-Client-Go/v4/protos/serverfeatures"
 	"github.com/EventStore/EventStore-Client-Go/v4/protos/shared"
 	api "github.com/EventStore/EventStore-Client-Go/v4/protos/streams"
 	"github.com/google/uuid"
@@ -278,20 +279,72 @@ func rawClient(t *testing.T, addr string) api.StreamsClient {
 	return api.NewStreamsClient(cc)
 }
 
-// TestServerFeaturesUnimplemented: the client asks for the server's
-// features when it connects; the double answers Unimplemented, as a
-// server without that API.
-func TestServerFeaturesUnimplemented(t *testing.T) {
+// TestServerFeatures: the client asks for the server's version and
+// methods when it connects. The double announces DefaultServerVersion, or
+// the version it is told to, and lists only the methods it serves; without
+// ServerFeatures it answers Unimplemented, as servers before 21.10, which
+// the client takes for version 0.0.0.
+func TestServerFeatures(t *testing.T) {
+	version := func(d *double) client.ServerVersion {
+		t.Helper()
+		d.mustAppend("s", client.Any{}, events("s", 1)...) // connects
+		v, err := d.c.GetServerVersion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *v
+	}
+	if v := version(start(t, esdbdouble.Options{})); v != (client.ServerVersion{Major: 24, Minor: 10, Patch: 0}) {
+		t.Fatalf("default: the client sees version %+v, want 24.10.0", v)
+	}
+	if v := version(start(t, esdbdouble.Options{ServerVersion: "22.10.3"})); v != (client.ServerVersion{Major: 22, Minor: 10, Patch: 3}) {
+		t.Fatalf("told 22.10.3: the client sees version %+v", v)
+	}
+	old := start(t, esdbdouble.Options{NoServerFeatures: true})
+	if v := version(old); v != (client.ServerVersion{}) {
+		t.Fatalf("without ServerFeatures: the client sees version %+v, want 0.0.0", v)
+	}
+	if _, err := featuresClient(t, old.srv.Addr()).GetSupportedMethods(old.ctx, &shared.Empty{}); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("GetSupportedMethods without ServerFeatures: %v, want Unimplemented", err)
+	}
+
 	d := start(t, esdbdouble.Options{})
-	cc, err := grpc.NewClient(d.srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	got, err := featuresClient(t, d.srv.Addr()).GetSupportedMethods(d.ctx, &shared.Empty{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cc.Close()
-	err = cc.Invoke(d.ctx, "/event_store.client.server_features.ServerFeatures/GetSupportedMethods", &shared.Empty{}, &shared.Empty{})
-	if status.Code(err) != codes.Unimplemented {
-		t.Fatalf("GetSupportedMethods: %v, want Unimplemented", err)
+	methods := map[string]bool{}
+	for _, m := range got.GetMethods() {
+		methods[m.GetServiceName()+"/"+m.GetMethodName()] = true
 	}
+	for _, m := range []string{"read", "append", "delete", "tombstone"} {
+		if !methods["event_store.client.streams.streams/"+m] {
+			t.Errorf("methods %v lack streams %s", methods, m)
+		}
+	}
+	if methods["event_store.client.streams.streams/batchappend"] {
+		t.Errorf("methods list batchappend, which the double does not serve")
+	}
+	if got.GetEventStoreServerVersion() != esdbdouble.DefaultServerVersion {
+		t.Errorf("version %q", got.GetEventStoreServerVersion())
+	}
+
+	for _, bad := range []string{"24.10", "v24.10.0", "24.10.0-rc1", "24..0"} {
+		if srv, err := esdbdouble.Start(t.TempDir(), "127.0.0.1:0", esdbdouble.Options{ServerVersion: bad}); err == nil {
+			srv.Close()
+			t.Errorf("Start announcing %q: no error, want one (the client cannot parse it)", bad)
+		}
+	}
+}
+
+func featuresClient(t *testing.T, addr string) serverfeatures.ServerFeaturesClient {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	return serverfeatures.NewServerFeaturesClient(cc)
 }
 
 // TestEventsCarryCreated checks the system metadata of read events.

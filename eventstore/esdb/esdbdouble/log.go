@@ -237,43 +237,60 @@ func (l *eventLog) durableEvents(from, to int) []*event {
 	return l.events[from:to:to]
 }
 
-// durableStream returns the indexes of stream's durable events, by revision.
-func (l *eventLog) durableStream(stream string) []int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	idx := l.streams[stream]
-	n := sort.SearchInts(idx, l.durable)
-	return idx[:n:n]
+// streamView is what a read of a stream sees of it on disk.
+type streamView struct {
+	deleted  bool  // tombstoned: reads fail as deleted
+	notFound bool  // no events, or soft-deleted: reads find no stream
+	idx      []int // indexes in events of its events, by revision
+	// first and last bound the revisions reads show under the stream's
+	// metadata (none when first > last).
+	first, last int64
 }
 
-// durableTombstone reports whether stream's tombstone is on disk.
-func (l *eventLog) durableTombstone(stream string) bool {
+// durableView returns what a read of stream at time now (100 ns ticks)
+// sees, as on disk. A metadata stream of a tombstoned stream is deleted
+// with it.
+func (l *eventLog) durableView(stream string, now int64) streamView {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.durableTombstoneLocked(stream) {
+		return streamView{deleted: true}
+	}
+	if orig, ok := isMetastream(stream); ok && l.durableTombstoneLocked(orig) {
+		return streamView{deleted: true}
+	}
+	idx := l.streams[stream]
+	n := sort.SearchInts(idx, l.durable)
+	idx = idx[:n:n]
+	m, _ := l.metadataOf(stream, l.durable)
+	if len(idx) == 0 || m.truncateBefore == deletedStream {
+		return streamView{notFound: true}
+	}
+	v := streamView{idx: idx}
+	v.first, v.last = l.visible(idx, m, now)
+	return v
+}
+
+// durableTombstoneLocked reports whether stream's tombstone is on disk.
+// The caller holds mu.
+func (l *eventLog) durableTombstoneLocked(stream string) bool {
 	i, ok := l.tombstones[stream]
 	return ok && i < l.durable
 }
 
-// durableTruncateBefore is truncateBefore of stream as on disk.
-func (l *eventLog) durableTruncateBefore(stream string) int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	tb, _ := l.truncateBefore(stream, l.durable)
-	return tb
-}
-
-// truncateBefore returns the "$tb" of the last metadata event of stream
-// among events[:n] (0 when there is none), and that event's index (-1).
-// Reads of the stream start at that revision; deletedStream means
-// soft-deleted. The caller holds mu.
-func (l *eventLog) truncateBefore(stream string, n int) (int64, int) {
-	idx := l.streams[metastream(stream)]
-	k := sort.SearchInts(idx, n)
-	if k == 0 {
-		return 0, -1
+// tombstoned reports whether stream, or for a metadata stream the stream
+// it belongs to, is tombstoned (on disk or not yet), and the count of
+// events that must be durable for its tombstone to be. The caller holds mu.
+func (l *eventLog) tombstoned(stream string) (bool, int) {
+	if i, gone := l.tombstones[stream]; gone {
+		return true, i + 1
 	}
-	i := idx[k-1]
-	return truncateBeforeOf(l.events[i].data), i
+	if orig, ok := isMetastream(stream); ok {
+		if i, gone := l.tombstones[orig]; gone {
+			return true, i + 1
+		}
+	}
+	return false, 0
 }
 
 // event returns the event at index i (which the caller knows exists).

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/EventStore/EventStore-Client-Go/v4/protos/serverfeatures"
 	"github.com/EventStore/EventStore-Client-Go/v4/protos/shared"
 	api "github.com/EventStore/EventStore-Client-Go/v4/protos/streams"
 	"github.com/google/uuid"
@@ -47,6 +49,13 @@ type Options struct {
 	// SyncDelay makes every fsync of an append take at least this long
 	// (tests: a slow disk, which keeps written events from readers longer).
 	SyncDelay time.Duration
+	// ServerVersion is the EventStoreDB version announced through the
+	// ServerFeatures service, MAJOR.MINOR.PATCH (default
+	// DefaultServerVersion). Tests of clients' version checks set another.
+	ServerVersion string
+	// NoServerFeatures leaves the ServerFeatures service out, as servers
+	// before 21.10: clients then take the server for version 0.0.0.
+	NoServerFeatures bool
 }
 
 // Server is a running double: the log in its data directory and the gRPC
@@ -86,6 +95,12 @@ func Start(dir, addr string, opts Options) (*Server, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	if opts.ServerVersion == "" {
+		opts.ServerVersion = DefaultServerVersion
+	}
+	if err := checkServerVersion(opts.ServerVersion); err != nil {
+		return nil, err
+	}
 	l, err := openLog(dir, opts.RecentIDs)
 	if err != nil {
 		return nil, err
@@ -108,12 +123,21 @@ func Start(dir, addr string, opts Options) (*Server, error) {
 		done:  make(chan struct{}),
 		serve: make(chan error, 1),
 	}
-	// ServerFeatures is left out: the client then takes the double for a
-	// server without that API, as it does an old EventStoreDB.
 	api.RegisterStreamsServer(s.grpc, &streams{s: s})
+	if !opts.NoServerFeatures {
+		serverfeatures.RegisterServerFeaturesServer(s.grpc, &features{version: opts.ServerVersion})
+	}
 	go func() { s.serve <- s.grpc.Serve(lis) }()
-	opts.Logger.Info("listening", "addr", lis.Addr().String(), "dir", dir, "events", len(l.events))
+	opts.Logger.Info("listening", "addr", lis.Addr().String(), "dir", dir, "events", len(l.events), "version", announced(opts))
 	return s, nil
+}
+
+// announced is the version clients see: none without ServerFeatures.
+func announced(opts Options) string {
+	if opts.NoServerFeatures {
+		return "none (no ServerFeatures)"
+	}
+	return opts.ServerVersion
 }
 
 // Addr is the address the double listens on.
@@ -155,7 +179,7 @@ func (st *streams) Append(call api.Streams_AppendServer) error {
 		return status.Error(codes.InvalidArgument, "the first message of an append must carry its options")
 	}
 	stream := string(o.GetStreamIdentifier().GetStreamName())
-	if err := checkStreamName(stream); err != nil {
+	if err := checkAppendStream(stream); err != nil {
 		return err
 	}
 	exp, err := expectationOf(o)
@@ -225,6 +249,16 @@ func checkStreamName(stream string) error {
 		return status.Errorf(codes.PermissionDenied, "access denied to system stream %q", stream)
 	}
 	return nil
+}
+
+// checkAppendStream is checkStreamName for appends, which may also go to
+// the metadata stream of a user stream: EventStoreDB's default ACL lets
+// every user write ("$mw") and read ("$mr") the metadata of user streams.
+func checkAppendStream(stream string) error {
+	if orig, ok := isMetastream(stream); ok && orig != "" && !strings.HasPrefix(orig, "$") {
+		return nil
+	}
+	return checkStreamName(stream)
 }
 
 func expectationOf(o *api.AppendReq_Options) (expectation, error) {
@@ -370,52 +404,49 @@ type reader struct {
 	idsAsStrings bool
 }
 
-// readStream reads a stream as EventStoreDB does, deletes included: a
-// tombstoned stream fails with stream deleted, a soft-deleted one reads as
-// not found, and one recreated after a soft delete reads from its first
-// revision after the delete.
+// readStream reads a stream as EventStoreDB does, deletes and metadata
+// included: a tombstoned stream fails with stream deleted, a soft-deleted
+// one reads as not found, and otherwise the read shows only the events its
+// metadata leaves (see metadata.go), none at all if it leaves none.
 func (r *reader) readStream(o *api.ReadReq_Options_StreamOptions, backwards bool, count uint64) error {
 	stream := string(o.GetStreamIdentifier().GetStreamName())
 	if stream == "" {
 		return status.Error(codes.InvalidArgument, "empty stream name")
 	}
 	l := r.s.log
-	if l.durableTombstone(stream) {
+	v := l.durableView(stream, r.s.opts.Clock().UnixNano()/100)
+	switch {
+	case v.deleted:
 		return streamDeletedError(r.call.SetTrailer, stream)
-	}
-	tb := l.durableTruncateBefore(stream)
-	idx := l.durableStream(stream)
-	if len(idx) == 0 || tb == deletedStream {
+	case v.notFound:
 		return r.call.Send(&api.ReadResp{Content: &api.ReadResp_StreamNotFound_{StreamNotFound: &api.ReadResp_StreamNotFound{
 			StreamIdentifier: &shared.StreamIdentifier{StreamName: []byte(stream)},
 		}}})
 	}
-	first := uint64(max(tb, 0)) // the first revision reads show
-	last := uint64(len(idx) - 1)
-	var from uint64
-	switch v := o.GetRevisionOption().(type) {
+	var from int64
+	switch rev := o.GetRevisionOption().(type) {
 	case *api.ReadReq_Options_StreamOptions_Start:
 		from = 0
 	case *api.ReadReq_Options_StreamOptions_End:
 		if !backwards {
 			return nil
 		}
-		from = last
+		from = v.last
 	case *api.ReadReq_Options_StreamOptions_Revision:
-		from = v.Revision
+		from = int64(min(rev.Revision, math.MaxInt64))
 	default:
 		return status.Error(codes.InvalidArgument, "stream read without a revision option")
 	}
 	if backwards {
-		for rev, sent := int64(min(from, last)), uint64(0); rev >= int64(first) && sent < count; rev, sent = rev-1, sent+1 {
-			if err := r.send(l.event(idx[rev])); err != nil {
+		for rev, sent := min(from, v.last), uint64(0); rev >= v.first && sent < count; rev, sent = rev-1, sent+1 {
+			if err := r.send(l.event(v.idx[rev])); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	for rev, sent := max(from, first), uint64(0); rev <= last && sent < count; rev, sent = rev+1, sent+1 {
-		if err := r.send(l.event(idx[rev])); err != nil {
+	for rev, sent := max(from, v.first), uint64(0); rev <= v.last && sent < count; rev, sent = rev+1, sent+1 {
+		if err := r.send(l.event(v.idx[rev])); err != nil {
 			return err
 		}
 	}
