@@ -38,6 +38,8 @@ type API struct {
 	ProfilerElsewhere bool
 	// Rebuilds serves /api/admin/rebuilds (superadmins); nil leaves it out.
 	Rebuilds Rebuilds
+	// Backups serves /api/admin/backups (superadmins); nil leaves it out.
+	Backups Backups
 }
 
 // Mount adds the Provider API (/api/provider) and the Admin API (/api/admin)
@@ -59,6 +61,9 @@ func Mount(engine *gin.Engine, api API) {
 	}
 	if api.Rebuilds != nil {
 		mountRebuilds(admin, api.Rebuilds)
+	}
+	if api.Backups != nil {
+		mountBackups(admin, api.Backups)
 	}
 	if !api.ProfilerElsewhere {
 		mountDebug(admin)

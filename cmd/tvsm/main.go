@@ -5,6 +5,8 @@
 //	tvsm demo       write a back-dated demo history into a fresh data directory
 //	tvsm bench      load scenarios (broadcast)
 //	tvsm rebuild    rebuild or check a projection inside a running node
+//	tvsm backup     back up a running node; tvsm backup verify checks a backup
+//	tvsm restore    lay a backup out as a new data directory
 //	tvsm billing-check  check an operator billing against the billing models
 //	tvsm version    print the version
 //	tvsm help       print this usage
@@ -52,6 +54,9 @@ Usage:
   tvsm demo --data DIR  write a back-dated demo history (tvsm demo -h)
   tvsm bench broadcast  measure a provider-wide message to many devices
   tvsm rebuild readmodel|stats [--verify]  rebuild or check a projection in a running node (tvsm rebuild -h)
+  tvsm backup --url URL --to DIR  back up a running node while it serves (tvsm backup -h)
+  tvsm backup verify DIR  check a backup: every file and the whole copied log
+  tvsm restore DIR --data NEWDIR  lay a backup out as a new data directory (tvsm restore -h)
   tvsm billing-check URL  check an operator's billing system (tvsm billing-check -h)
   tvsm import tvip --from URL  copy a TVIP TMS into a node, every id kept (tvsm import -h)
   tvsm keys rotate --data DIR --new-master-key-file FILE  rewrap a stopped node's keys (tvsm keys -h)
@@ -78,6 +83,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitCode("demo", demoCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
 	case "rebuild":
 		return exitCode("rebuild", rebuildCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
+	case "backup":
+		return exitCode("backup", backupCmd(ctx, rest, os.LookupEnv, stdout, stderr), stderr)
+	case "restore":
+		return exitCode("restore", restoreCmd(rest, stdout, stderr), stderr)
 	case "esdb-double":
 		return exitCode("esdb-double", esdbDoubleCmd(ctx, rest, stderr), stderr)
 	case "billing-check":

@@ -120,6 +120,7 @@ func startNode(ctx context.Context, cfg config.Config, logger *slog.Logger, reg 
 		DataDir:               cfg.DataDir,
 		MasterKey:             master,
 		MasterKeyFile:         cfg.MasterKeyFile,
+		Version:               versionString(),
 		EraseDeletedAfter:     cfg.EraseDeletedAfter,
 		Logger:                logger,
 		Metrics:               reg,

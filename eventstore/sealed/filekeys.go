@@ -276,3 +276,30 @@ func (s *FileKeys) failLocked(err error) error {
 
 // Close implements KeyStore.
 func (s *FileKeys) Close() error { return s.f.Close() }
+
+// CopyTo writes what the key file holds now to a new file at path, synced:
+// a consistent copy (no write is under way while it is read), for a
+// backup. A copy taken after a copy of the log holds the key of every
+// subject whose sealed values that log holds, since a key is durable
+// before anything is sealed under it.
+func (s *FileKeys) CopyTo(path string) error {
+	s.mu.Lock()
+	data := make([]byte, s.size)
+	_, err := s.f.ReadAt(data, 0)
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("sealed: copy the key file: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("sealed: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("sealed: %w", err)
+	}
+	_, err = f.Write(data)
+	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
+		return fmt.Errorf("sealed: copy the key file: %w", err)
+	}
+	return nil
+}

@@ -137,6 +137,8 @@ type Options struct {
 	// (default StatsBatchInterval; negative: not paced, for tools that wait
 	// for the statistics after each of their steps).
 	StatsBatchInterval time.Duration
+	// Version is the tvsm version the node's backups name.
+	Version string
 }
 
 // Node is a running node. Close stops it.
@@ -175,17 +177,28 @@ type Node struct {
 	// Rebuilds runs rebuilds and checks of the read model and the
 	// statistics (POST /api/admin/rebuilds).
 	Rebuilds *Rebuilds
+	// Backups stages online backups of the event store (POST
+	// /api/admin/backups).
+	Backups *Backups
 	// Keys holds the subscribers' data keys: Store seals personal values
 	// with them, and an erasure destroys one.
 	Keys *sealed.Keyring
 
-	backend  eventstore.Store // the store as given, with all its abilities
-	log      *slog.Logger
-	dataDir  string
-	snapPath string
-	snapMu   sync.Mutex
-	snapPos  eventstore.Position // position of the last snapshot written or loaded
-	cleanup  cleanup             // how to stop what Start started, newest last
+	backend eventstore.Store // the store as given, with all its abilities
+	version string
+	// fileKeys is the key file of a node on the embedded store (nil on a
+	// shared one); master the master key, from masterFile when it came
+	// from a file, and masterLocation says where it came from.
+	fileKeys       *sealed.FileKeys
+	master         *sealed.MasterKey
+	masterFile     string
+	masterLocation string
+	log            *slog.Logger
+	dataDir        string
+	snapPath       string
+	snapMu         sync.Mutex
+	snapPos        eventstore.Position // position of the last snapshot written or loaded
+	cleanup        cleanup             // how to stop what Start started, newest last
 
 	journal *billing.Journal
 	billing *httpapi.BillingOptions
@@ -238,7 +251,7 @@ func newNode(store eventstore.Store, opts Options) (*Node, Options, error) {
 		return nil, opts, fmt.Errorf("node: %w", err)
 	}
 	registerGroupCommitMetrics(opts.Metrics, store)
-	return &Node{Store: metered(store, opts.Metrics), backend: store, log: opts.Logger, dataDir: opts.DataDir,
+	return &Node{Store: metered(store, opts.Metrics), backend: store, log: opts.Logger, dataDir: opts.DataDir, version: opts.Version,
 		snapPath: filepath.Join(opts.DataDir, "readmodel.snapshot")}, opts, nil
 }
 
@@ -262,6 +275,7 @@ func (n *Node) steps() []step {
 		{"statistics", n.startStats},
 		{"billing proxy", n.startBilling},
 		{"rebuilds", n.startRebuilds},
+		{"backups", n.startBackups},
 		{"command gateway", n.startGateway},
 		{"http", n.buildHTTP},
 		{"snapshot schedule", n.scheduleSnapshots},
@@ -439,6 +453,7 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 		Billing:           n.billing,
 		ProfilerElsewhere: opts.OpsListener,
 		Rebuilds:          n.Rebuilds,
+		Backups:           n.Backups,
 	})
 	return httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.BasicAuth(n.Auth))
 }

@@ -36,8 +36,9 @@ func (n *Node) sealStore(_ context.Context, opts Options) error {
 			return err
 		}
 		n.cleanup.push(func() { _ = fk.Close() })
-		keys = fk
+		keys, n.fileKeys = fk, fk
 	}
+	n.master = master
 	n.Keys = sealed.NewKeyring(keys, master)
 	n.Store = sealed.Wrap(n.Store, n.Keys)
 	return nil
@@ -50,13 +51,16 @@ func (n *Node) sealStore(_ context.Context, opts Options) error {
 func (n *Node) masterKey(opts Options, shared bool) (*sealed.MasterKey, error) {
 	switch {
 	case opts.MasterKey != nil:
+		n.masterLocation = "TVSM_MASTER_KEY (or master_key)"
 		return opts.MasterKey, nil
 	case opts.MasterKeyFile != "":
+		n.masterFile, n.masterLocation = opts.MasterKeyFile, opts.MasterKeyFile
 		return sealed.LoadMasterKey(opts.MasterKeyFile)
 	case shared:
 		return nil, errors.New("a shared event store needs a master key, the same on every node: set master_key_file (or TVSM_MASTER_KEY)")
 	}
 	path := DefaultMasterKeyFile(opts.DataDir)
+	n.masterFile, n.masterLocation = path, path
 	m, err := sealed.LoadMasterKey(path)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return m, err
