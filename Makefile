@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # Extra arguments for `make run`, e.g. make run ARGS='--http :9090 --log-level debug'.
 ARGS     ?=
 
-.PHONY: all run build test esdb-client-tests faults compat bench bench-writes bench-broadcast lint fuzz clean console console-check screenshots
+.PHONY: all run build test esdb-client-tests faults restore-drill compat bench bench-writes bench-broadcast lint fuzz clean console console-check screenshots
 
 all: lint build test
 
@@ -43,6 +43,10 @@ KILLS ?= 3
 ## faults: kill the node KILLS times under load, and ClickHouse under load; check nothing acknowledged is lost
 faults:
 	TVSM_FAULT_KILLS=$(KILLS) $(GO) test -count=1 -run '^TestFaults' -v -timeout 30m ./cmd/tvsm/
+
+## restore-drill: back up a running node, verify the backup, restore it, and check a node started on it (a few seconds)
+restore-drill: build
+	deploy/restore-drill.sh bin/tvsm
 
 # TVIP's Provider API SDK (a directory holding tmsproviderapisdk/), for
 # make compat; PYTHON runs it (it needs requests, pytz and pkg_resources).
