@@ -32,7 +32,7 @@ type Backups interface {
 // mountBackups adds, for superadmins only:
 //
 //	POST   /backups {"include_master_key":false}  201 and the manifest of the staged backup
-//	GET    /backups/{id}/files/{path}            one of its files
+//	GET    /backups/{id}/file?path=PATH          one of its files (PATH as the manifest names it)
 //	DELETE /backups/{id}                         204: the node drops it
 //
 // A backup is staged on the node that answered the POST: ask that node for
@@ -56,8 +56,8 @@ func mountBackups(g *gin.RouterGroup, b Backups) {
 			c.JSON(http.StatusCreated, m)
 		}
 	})
-	g.GET("/:id/files/*path", func(c *gin.Context) {
-		f, err := b.Open(c.Param("id"), strings.TrimPrefix(c.Param("path"), "/"))
+	g.GET("/:id/file", func(c *gin.Context) {
+		f, err := b.Open(c.Param("id"), c.Query("path"))
 		if err != nil {
 			WriteError(c, NotFound(backup.ErrNoBackup.Error()))
 			return

@@ -133,6 +133,8 @@ func (v victim) pathFor(route string) (path string, ok bool) {
 		switch {
 		case s == ":id" && i > 0 && segs[i-1] == "rebuilds":
 			segs[i] = "0123456789ab" // jobs have their own ids, of no provider
+		case s == ":id" && i > 0 && segs[i-1] == "backups":
+			segs[i] = "20260101T000000Z-0123456789ab" // staged backups too
 		case s == ":id" && i > 0:
 			id, known := map[string]int64{
 				"providers": v.provider, "tariffs": v.tariff, "channels": v.channel, "categories": v.category,
@@ -294,6 +296,9 @@ func (v victim) scopedBodies(method, route string) (bodies []any, ok bool) {
 	case "/api/admin/rebuilds":
 		// Names no provider: superadmins only.
 		return []any{map[string]any{"target": "readmodel"}}, true
+	case "/api/admin/backups":
+		// Names no provider: the node's whole store, superadmins only.
+		return []any{map[string]any{}}, true
 	case "/api/admin/import/ids":
 		// Names no provider: the node's ids, superadmins only.
 		return []any{map[string]any{"kind": "account", "through": 100000}}, true

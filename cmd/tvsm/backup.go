@@ -157,12 +157,8 @@ func (c backupClient) backup(ctx context.Context, o backupOptions, w io.Writer) 
 // download copies one file of the staged backup id into dir, checking its
 // size and SHA-256 against the manifest, and syncs it.
 func (c backupClient) download(ctx context.Context, id string, f backup.File, dir string, show *copyProgress) error {
-	escaped := make([]string, 0, 4)
-	for _, part := range strings.Split(f.Path, "/") {
-		escaped = append(escaped, url.PathEscape(part))
-	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		c.URL+"/api/admin/backups/"+url.PathEscape(id)+"/files/"+strings.Join(escaped, "/"), nil)
+		c.URL+"/api/admin/backups/"+url.PathEscape(id)+"/file?"+url.Values{"path": {f.Path}}.Encode(), nil)
 	if err != nil {
 		return err
 	}

@@ -244,7 +244,7 @@ func newStallingProxy(t *testing.T, target string) *stallingProxy {
 	forward := httputil.NewSingleHostReverseProxy(u)
 	forward.ErrorLog = log.New(io.Discard, "", 0) // a killed node is the point
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/files/") && p.files.Add(1) == 2 {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/file") && p.files.Add(1) == 2 {
 			close(p.stalled)
 			<-p.release
 		}
