@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"tvsm/internal/testkit/browser"
@@ -124,9 +126,9 @@ const storageScript = `JSON.stringify({ session: Object.entries(sessionStorage),
 // TestConsoleSignsInWithASessionToken: the console sends the admin's
 // password once, to POST /api/admin/session, and works with the session
 // token it gets, kept in memory only: nothing in sessionStorage,
-// localStorage or cookies. A reload asks to sign in again (and signs the
-// old session out); Sign out revokes the token, which the API then
-// refuses.
+// localStorage or cookies. A reload, or coming back to the page, asks to
+// sign in again (and signs the old session out); Sign out revokes the
+// token, which the API then refuses.
 func TestConsoleSignsInWithASessionToken(t *testing.T) {
 	env := nodetest.Start(t)
 	if status, body := env.Super(t, http.MethodPost, "/api/admin/providers", map[string]any{"name": "Acme Cable"}); status != http.StatusOK {
@@ -163,8 +165,28 @@ func TestConsoleSignsInWithASessionToken(t *testing.T) {
 	b.wait(`document.querySelector('form.signin') !== null`)
 	waitStatus(t, env, first, http.StatusUnauthorized)
 
-	// When the admin signs in again and then signs out,
+	// When the admin leaves the page for another and comes back, it asks
+	// to sign in again, from the browser's back-forward cache or not, and
+	// the session it held is signed out.
 	before := calls.count()
+	b.signIn(env.SuperLogin, env.SuperPassword)
+	left := calls.bearerOf(t, before)
+	b.do(chromedp.Navigate(b.url + "/api/admin/openapi.json"))
+	// Back, without waiting for a load: a page the back-forward cache
+	// restores is shown without one.
+	b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		h, err := chromedp.Call(ctx, page.GetNavigationHistory, cdp.Empty{})
+		if err != nil || h.CurrentIndex < 1 {
+			return fmt.Errorf("navigation history %+v: %v", h, err)
+		}
+		_, err = chromedp.Call(ctx, page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: h.Entries[h.CurrentIndex-1].ID})
+		return err
+	}))
+	waitRestored(b, `document.querySelector('form.signin') !== null`)
+	waitStatus(t, env, left, http.StatusUnauthorized)
+
+	// When the admin signs in again and then signs out,
+	before = calls.count()
 	b.signIn(env.SuperLogin, env.SuperPassword)
 	b.open("#/providers")
 	b.wait(`document.querySelector('main tbody')?.textContent.includes('Acme Cable')`)
@@ -212,5 +234,25 @@ func waitStatus(t *testing.T, env *nodetest.Env, token string, status int) {
 			t.Fatalf("the token answers %d, want %d", got, status)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitRestored waits (at most 20 s) until expr is true on a page coming
+// back from the browser's history, asking again while the page's script
+// context is being replaced (evaluations fail meanwhile).
+func waitRestored(b *tab, expr string) {
+	b.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.fail("waiting for %s: %v", expr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -80,10 +80,14 @@ function revoke(t: string): void {
   }).catch(() => { /* the token expires by itself */ })
 }
 
-// Leaving the page ends its session: a reload signs in again anyway.
+// Leaving the page ends its session: a reload signs in again anyway. A page
+// the browser brings back from its back-forward cache asks to sign in.
 window.addEventListener('pagehide', () => {
   if (token) revoke(token)
   token = null
+})
+window.addEventListener('pageshow', (e) => {
+  if (e.persisted && me && !token) signOut('the session ended when the page was left; sign in again')
 })
 
 export interface RequestOptions {
