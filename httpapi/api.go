@@ -38,17 +38,25 @@ type API struct {
 	ProfilerElsewhere bool
 	// Rebuilds serves /api/admin/rebuilds (superadmins); nil leaves it out.
 	Rebuilds Rebuilds
+	// Sessions serves the admin console's sign-in and sign-out
+	// (/api/admin/session) and makes the Provider and Admin APIs accept
+	// its session tokens besides Basic credentials; nil leaves them out.
+	Sessions *Sessions
 }
 
 // Mount adds the Provider API (/api/provider) and the Admin API (/api/admin)
-// to engine, both behind HTTP Basic authentication, the Device API
+// to engine, both behind HTTP Basic authentication (or session tokens, with
+// api.Sessions), the Device API
 // (/api/device), behind device tokens, and the admin console's page and
 // files (/admin/, which call those APIs from the browser); and, without
 // authentication, the APIs' OpenAPI documents (MountDocs: Swagger UI for the
 // first two).
 func Mount(engine *gin.Engine, api API) {
 	console.Mount(engine)
-	auth := BasicAuth(api.Auth)
+	auth := AdminAuth(api.Auth, api.Sessions)
+	if api.Sessions != nil {
+		mountSessions(engine, api.Sessions, BasicAuth(api.Auth), auth)
+	}
 	mustMountDocs(engine.Group("/api/admin"), apidoc.Admin, true)
 	mustMountDocs(engine.Group("/api/provider"), apidoc.Provider, true)
 	mustMountDocs(engine.Group("/api/device"), apidoc.Device, false)

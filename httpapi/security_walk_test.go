@@ -35,6 +35,16 @@ var publicRoutes = withRoutes(documentRoutes(), map[string]string{
 	"GET /admin/*file":       "the admin console's scripts and styles",
 })
 
+// ownSessionRoutes act on the caller's own admin console session, which
+// names no provider's resources: as another provider's admin they must
+// answer without a server error, leak nothing of the victim's and append
+// nothing (a sign-in writes nothing; a sign-out with Basic credentials,
+// which have no session, is refused).
+var ownSessionRoutes = map[string]string{
+	"POST /api/admin/session":   "signs the caller itself in",
+	"DELETE /api/admin/session": "signs the session of the caller's own token out",
+}
+
 // deviceRoutes are authenticated with device tokens; every other private
 // route with admin Basic credentials.
 func deviceRoute(path string) bool { return strings.HasPrefix(path, "/api/device/") }
@@ -346,6 +356,14 @@ func TestSecurityWalkScopesProviders(t *testing.T) {
 		path, ok := v.pathFor(r.Path)
 		if !ok {
 			t.Errorf("%s: no value for a parameter; add one to pathFor", key)
+			continue
+		}
+		if _, own := ownSessionRoutes[key]; own {
+			made++
+			status, body := env.Do(t, r.Method, path, intruder.login, intruder.pass, nil)
+			if status >= http.StatusInternalServerError || leaks(body) {
+				t.Errorf("%s as another provider's admin: %d %.300s", key, status, body)
+			}
 			continue
 		}
 		type call struct {

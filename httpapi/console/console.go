@@ -1,8 +1,9 @@
 // Package console serves the admin web console at /admin/: a single page
 // built from web/console (Vite, TypeScript, uPlot) into dist/, embedded in
 // the binary, so a node serves it offline and `make run` needs only Go. The
-// page talks to the public Admin, Provider and Statistics APIs with the
-// admin's Basic credentials; this package serves files and nothing else.
+// page talks to the public Admin, Provider and Statistics APIs with a session
+// token of the admin (POST /api/admin/session); this package serves files
+// and nothing else.
 //
 // Rebuild dist/ after changing web/console: make console (Node.js and
 // npm), then commit both. docs/console.md records the decisions.

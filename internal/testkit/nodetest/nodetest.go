@@ -288,6 +288,22 @@ func (e *Env) Super(t testing.TB, method, path string, body any) (int, []byte) {
 	return e.Do(t, method, path, e.SuperLogin, e.SuperPassword, body)
 }
 
+// SignIn opens an admin console session with login's credentials (POST
+// /api/admin/session) and returns its token; Bearer makes the header that
+// sends it.
+func (e *Env) SignIn(t testing.TB, login, password string) string {
+	t.Helper()
+	status, data := e.Do(t, http.MethodPost, "/api/admin/session", login, password, nil)
+	var s struct{ Token string }
+	if status != http.StatusOK || json.Unmarshal(data, &s) != nil || s.Token == "" {
+		t.Fatalf("nodetest: sign in %s: %d %s", login, status, data)
+	}
+	return s.Token
+}
+
+// Bearer returns the Authorization header of a session token.
+func Bearer(token string) http.Header { return http.Header{"Authorization": {"Bearer " + token}} }
+
 // AppendEvent appends ev to stream directly, as a part of tvsm without an
 // HTTP route would (a command send, a device session), and waits until the
 // node's read model has applied it. It returns the event's position.

@@ -7,6 +7,8 @@ package node
 
 import (
 	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -137,6 +139,11 @@ type Options struct {
 	// (default StatsBatchInterval; negative: not paced, for tools that wait
 	// for the statistics after each of their steps).
 	StatsBatchInterval time.Duration
+	// AdminSessionIdle and AdminSessionMaxAge bound the admin console's
+	// sessions: how long one lasts without a request, and at most
+	// (defaults httpapi.DefaultSessionIdle and DefaultSessionMaxAge).
+	AdminSessionIdle   time.Duration
+	AdminSessionMaxAge time.Duration
 }
 
 // Node is a running node. Close stops it.
@@ -165,10 +172,12 @@ type Node struct {
 	Stats          *query.Statistics
 	StatsRunner    *projections.Runner
 	StatsScheduler *stats.Scheduler
-	// Auth checks admins' Basic credentials, throttled: routes mounted
-	// outside httpapi.Mount use httpapi.BasicAuth(n.Auth). Device routes use
+	// Auth checks admins' Basic credentials, throttled, and Sessions the
+	// admin console's session tokens: routes mounted outside httpapi.Mount
+	// use httpapi.AdminAuth(n.Auth, n.Sessions). Device routes use
 	// httpapi.DeviceAuth(n.Queries.Sessions).
-	Auth httpapi.Authenticator
+	Auth     httpapi.Authenticator
+	Sessions *httpapi.Sessions
 	// GeneratedPassword is the superadmin password Start generated, if any.
 	GeneratedPassword string
 
@@ -386,7 +395,7 @@ func (n *Node) bootstrapAdmin(ctx context.Context, opts Options) (err error) {
 }
 
 // buildHTTP builds the HTTP engine with the node's metrics and every API.
-func (n *Node) buildHTTP(_ context.Context, opts Options) error {
+func (n *Node) buildHTTP(ctx context.Context, opts Options) (err error) {
 	registerGatewayMetrics(opts.Metrics, n.Dispatcher, n.journal)
 	engineOpts := httpapi.Options{
 		Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog, OpsElsewhere: opts.OpsListener,
@@ -407,6 +416,9 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 	deviceLogins := throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock))
 	registerLoginRefusals(opts.Metrics, map[string]*throttle.Guard{"admin": adminLogins, "device": deviceLogins})
 	n.Auth = httpapi.ThrottleLogins(passwords, adminLogins)
+	if n.Sessions, err = n.adminSessions(ctx, opts); err != nil {
+		return err
+	}
 	cmds, qs := n.Commands, n.Queries
 	httpapi.Mount(n.Engine, httpapi.API{
 		Auth:        n.Auth,
@@ -439,8 +451,33 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 		Billing:           n.billing,
 		ProfilerElsewhere: opts.OpsListener,
 		Rebuilds:          n.Rebuilds,
+		Sessions:          n.Sessions,
 	})
-	return httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.BasicAuth(n.Auth))
+	return httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.AdminAuth(n.Auth, n.Sessions))
+}
+
+// sessionKeyLabel names the admin session signing key among the keys
+// derived from the name key.
+const sessionKeyLabel = "tvsm admin session tokens v1"
+
+// adminSessions returns the admin console's sessions. Their signing key is
+// derived (HKDF-SHA256) from the key store's name key, a secret every node
+// on the store already shares under the master key: tokens one node issues
+// pass on all, a copy of the store without the master key forges none, and
+// a master key rotation keeps the sessions.
+func (n *Node) adminSessions(ctx context.Context, opts Options) (*httpapi.Sessions, error) {
+	secret, err := n.Keys.NameKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key, err := hkdf.Key(sha256.New, secret, nil, sessionKeyLabel, httpapi.MinSessionKeyLen)
+	if err != nil {
+		return nil, fmt.Errorf("admin session key: %w", err)
+	}
+	return httpapi.NewSessions(httpapi.SessionOptions{
+		Key: key, Admins: n.Model.Admin, SignOuts: n.Commands.Admins,
+		Idle: opts.AdminSessionIdle, MaxAge: opts.AdminSessionMaxAge, Clock: opts.Clock,
+	})
 }
 
 // panicsCollector exports the panics recovered in background work, by
