@@ -99,7 +99,7 @@ func burst(t testing.TB, n int, req func(i int) int) map[int]int {
 // with series (a name, with labels when it has some), 0 when absent.
 func metric(t testing.TB, env *nodetest.Env, series string) float64 {
 	t.Helper()
-	status, body := env.Do(t, http.MethodGet, "/metrics", "", "", nil)
+	status, body := env.Super(t, http.MethodGet, "/metrics", nil)
 	if status != http.StatusOK {
 		t.Fatalf("GET /metrics: %d", status)
 	}

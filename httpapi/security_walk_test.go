@@ -22,14 +22,14 @@ import (
 // items) and changes nothing. A route whose parameters or body the walk
 // cannot fill fails it, until a value is added here.
 
-// publicRoutes answer without credentials, by design: the probes, the
-// device login, the API documents and their viewers (documentRoutes) and the
+// publicRoutes answer without credentials, by design: the probes (not
+// /metrics, which the API's listener serves to superadmins), the device
+// login, the API documents and their viewers (documentRoutes) and the
 // admin console's files. A route missing here must refuse requests without
 // credentials.
 var publicRoutes = withRoutes(documentRoutes(), map[string]string{
 	"GET /healthz":           "liveness probe",
 	"GET /readyz":            "readiness probe",
-	"GET /metrics":           "Prometheus scrape (move it to --ops-http to keep it from devices)",
 	"POST /api/device/login": "the device login itself (throttled; wrong credentials are checked below)",
 	"GET /admin":             "the admin console's page: it holds no data and calls the APIs with the admin's credentials",
 	"GET /admin/*file":       "the admin console's scripts and styles",
