@@ -59,6 +59,9 @@ func send(t testing.TB, c *http.Client, method, url, login, password string, bod
 	if err != nil {
 		t.Fatal(err)
 	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if login != "" {
 		req.SetBasicAuth(login, password)
 	}

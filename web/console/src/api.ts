@@ -76,7 +76,9 @@ export async function requestText(method: string, path: string, body?: unknown, 
   const c = o.creds ?? creds
   if (!c) throw new ApiError(401, 'not signed in')
   const headers: Record<string, string> = { Accept: 'application/json', Authorization: authHeader(c), ...o.headers }
-  if (body !== undefined) headers['Content-Type'] = 'application/json'
+  // The APIs refuse a POST that does not declare JSON, a bodiless one too
+  // (the erasure): a page of another site cannot send it with credentials.
+  if (body !== undefined || (method !== 'GET' && method !== 'HEAD')) headers['Content-Type'] = 'application/json'
   let res: Response
   try {
     // credentials: 'omit' keeps the browser from its own Basic prompt on a
