@@ -46,7 +46,8 @@ type API struct {
 
 // Mount adds the Provider API (/api/provider) and the Admin API (/api/admin)
 // to engine, both behind HTTP Basic authentication (or session tokens, with
-// api.Sessions), the Device API
+// api.Sessions) and taking only JSON (requireBodyType) on state-changing
+// requests, the Device API
 // (/api/device), behind device tokens, and the admin console's page and
 // files (/admin/, which call those APIs from the browser); and, without
 // authentication, the APIs' OpenAPI documents (MountDocs: Swagger UI for the
@@ -60,7 +61,7 @@ func Mount(engine *gin.Engine, api API) {
 	mustMountDocs(engine.Group("/api/admin"), apidoc.Admin, true)
 	mustMountDocs(engine.Group("/api/provider"), apidoc.Provider, true)
 	mustMountDocs(engine.Group("/api/device"), apidoc.Device, false)
-	admin := engine.Group("/api/admin", auth, importIDFromHeader)
+	admin := engine.Group("/api/admin", requireBodyType, auth, importIDFromHeader)
 	mountAdmin(admin, api.Admin, api.Idempotency)
 	if api.Admin.Imports != nil {
 		mountImport(admin, api.Admin.Imports)
@@ -71,7 +72,7 @@ func Mount(engine *gin.Engine, api API) {
 	if !api.ProfilerElsewhere {
 		mountDebug(admin)
 	}
-	mountProvider(engine.Group("/api/provider", auth, importIDFromHeader), api.Provider, api.Idempotency)
+	mountProvider(engine.Group("/api/provider", requireBodyType, auth, importIDFromHeader), api.Provider, api.Idempotency)
 	mountDevice(engine.Group("/api/device"), api.Device, api.Sockets, api.DeviceLogins)
 	if api.Billing != nil && api.Device.Sessions != nil {
 		opts := *api.Billing

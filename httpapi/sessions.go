@@ -380,10 +380,11 @@ type sessionJSON struct {
 
 // mountSessions adds the sign-in (Basic credentials only: a token cannot
 // make another) and the sign-out (the session of the bearer token) to
-// engine.
+// engine; like every state-changing route of the Admin API, they take
+// JSON only (requireBodyType).
 func mountSessions(engine *gin.Engine, s *Sessions, basic, auth gin.HandlerFunc) {
-	engine.POST("/api/admin/session", basic, s.signIn)
-	engine.DELETE("/api/admin/session", auth, s.signOut)
+	engine.POST("/api/admin/session", requireBodyType, basic, s.signIn)
+	engine.DELETE("/api/admin/session", requireBodyType, auth, s.signOut)
 }
 
 // signIn answers a new session of the admin BasicAuth authenticated.

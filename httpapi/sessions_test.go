@@ -126,7 +126,7 @@ func newSessionRig(t *testing.T, key byte) *sessionRig {
 // signIn signs login in and returns the answer.
 func (r *sessionRig) signIn(t *testing.T, login, password string) sessionJSON {
 	t.Helper()
-	resp, body := r.srv.do(t, http.MethodPost, "/api/admin/session", nil, "Authorization", basic(login, password))
+	resp, body := r.srv.do(t, http.MethodPost, "/api/admin/session", nil, "Authorization", basic(login, password), "Content-Type", "application/json")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("sign in %s: %d %s", login, resp.StatusCode, body)
 	}
@@ -176,10 +176,10 @@ func TestSessionSignInAndUse(t *testing.T) {
 		t.Error("the log holds the token")
 	}
 	// A token cannot sign in: only Basic credentials can.
-	resp, body = r.srv.do(t, http.MethodPost, "/api/admin/session", nil, "Authorization", "Bearer "+s.Token)
+	resp, body = r.srv.do(t, http.MethodPost, "/api/admin/session", nil, "Authorization", "Bearer "+s.Token, "Content-Type", "application/json")
 	assertJSONResponse(t, resp, body, http.StatusUnauthorized, map[string]any{"cause": "Basic authentication required"})
 	// Wrong credentials make no session.
-	resp, body = r.srv.do(t, http.MethodPost, "/api/admin/session", nil, "Authorization", basic("ops7", "wrong"))
+	resp, body = r.srv.do(t, http.MethodPost, "/api/admin/session", nil, "Authorization", basic("ops7", "wrong"), "Content-Type", "application/json")
 	assertJSONResponse(t, resp, body, http.StatusUnauthorized, map[string]any{"cause": "invalid login or password"})
 }
 

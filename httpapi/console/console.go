@@ -26,13 +26,6 @@ var files = staticfiles.Files{FS: dist, Dir: "dist"}
 // Path is where the console is served.
 const Path = "/admin"
 
-// contentSecurityPolicy allows only the console's own files and the APIs of
-// the same origin: no inline script, no other host, no framing. Styles may
-// be inline because the chart library sizes its canvas with style
-// attributes.
-const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
-	"img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-
 // Mount serves the console on engine: /admin (and /admin/, which the
 // engine's handler answers as /admin) is the page, /admin/NAME its files.
 // They are public: the page holds no data, and asks for the admin's
@@ -45,9 +38,10 @@ func Mount(engine *gin.Engine) {
 func serve(c *gin.Context) {
 	name := strings.TrimPrefix(c.Param("file"), "/")
 	h := c.Writer.Header()
-	h.Set("Content-Security-Policy", contentSecurityPolicy)
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	// Only the console's own files and the APIs of the same origin, no
+	// framing (styles may be inline: the chart library sizes its canvas
+	// with style attributes).
+	staticfiles.SetPageHeaders(h)
 	// Vite names the built scripts and styles after their content
 	// (assets/index-3f2a.js): they never change, while the page must be
 	// fetched again to pick up a new build.

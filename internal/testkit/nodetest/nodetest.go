@@ -225,13 +225,16 @@ func StartWith(t testing.TB, o Options) *Env {
 
 // Do sends a request with Basic credentials (none when login is empty) and
 // returns the status and body. body is sent as is when it is []byte or
-// string, JSON-encoded otherwise, and omitted when nil.
+// string, JSON-encoded otherwise, and omitted when nil. Requests with a
+// body, and every request but a GET or HEAD, declare Content-Type:
+// application/json.
 func (e *Env) Do(t testing.TB, method, path, login, password string, body any) (int, []byte) {
 	t.Helper()
 	return e.DoHeader(t, method, path, login, password, body, nil)
 }
 
-// DoHeader is Do with extra request headers (Idempotency-Key, ...).
+// DoHeader is Do with extra request headers (Idempotency-Key, ...); a
+// header given with no values is left out (Content-Type: nil sends none).
 func (e *Env) DoHeader(t testing.TB, method, path, login, password string, body any, header http.Header) (int, []byte) {
 	t.Helper()
 	resp, data := e.DoResponse(t, method, path, login, password, body, header)
@@ -261,10 +264,16 @@ func (e *Env) DoResponse(t testing.TB, method, path, login, password string, bod
 		t.Fatalf("nodetest: %v", err)
 	}
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	if body != nil || (method != http.MethodGet && method != http.MethodHead) {
+		// As TVIP's SDK does: the Admin and Provider APIs refuse a POST
+		// (with a body or not) that does not declare JSON.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, vs := range header {
+		if vs == nil {
+			delete(req.Header, k)
+			continue
+		}
 		req.Header[k] = vs
 	}
 	if login != "" {

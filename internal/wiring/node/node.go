@@ -58,7 +58,8 @@ type Options struct {
 	DataDir string
 	Logger  *slog.Logger
 	// Metrics is served at /metrics, with the node's own figures (default
-	// a fresh registry).
+	// a fresh registry): on Ops with OpsListener, else on Engine to
+	// superadmins only.
 	Metrics httpapi.MetricsRegistry
 	// AdminLogin (default DefaultAdminLogin) and AdminPassword create the
 	// first superadmin when there is no admin yet. An empty password is
@@ -72,7 +73,8 @@ type Options struct {
 	// (httpapi.Options.AccessLog).
 	AccessLog bool
 	// OpsListener moves /metrics and the profiler from Engine to Ops, for a
-	// listener of their own (httpapi.NewOps).
+	// listener of their own (httpapi.NewOps), where they need no
+	// credentials.
 	OpsListener bool
 	// SnapshotSpec is the cron spec (UTC) of read model snapshots
 	// (default every five minutes); snapshots are also written on Close.
@@ -397,14 +399,6 @@ func (n *Node) bootstrapAdmin(ctx context.Context, opts Options) (err error) {
 // buildHTTP builds the HTTP engine with the node's metrics and every API.
 func (n *Node) buildHTTP(ctx context.Context, opts Options) (err error) {
 	registerGatewayMetrics(opts.Metrics, n.Dispatcher, n.journal)
-	engineOpts := httpapi.Options{
-		Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog, OpsElsewhere: opts.OpsListener,
-		Applied: n.Runner.Progress(), MinPositionTimeout: opts.ReadYourWritesTimeout,
-	}
-	n.Engine = httpapi.New(engineOpts)
-	if opts.OpsListener {
-		n.Ops = httpapi.NewOps(engineOpts)
-	}
 	passwords := httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{
 		DummyCost: opts.BcryptCost, MaxChecks: opts.PasswordChecks, MaxCheckWait: opts.PasswordCheckWait, CacheSize: opts.PasswordCache,
 	})
@@ -418,6 +412,14 @@ func (n *Node) buildHTTP(ctx context.Context, opts Options) (err error) {
 	n.Auth = httpapi.ThrottleLogins(passwords, adminLogins)
 	if n.Sessions, err = n.adminSessions(ctx, opts); err != nil {
 		return err
+	}
+	engineOpts := httpapi.Options{
+		Logger: n.log, Metrics: opts.Metrics, MetricsAuth: n.Auth, Ready: n.ready, AccessLog: opts.AccessLog,
+		OpsElsewhere: opts.OpsListener, Applied: n.Runner.Progress(), MinPositionTimeout: opts.ReadYourWritesTimeout,
+	}
+	n.Engine = httpapi.New(engineOpts)
+	if opts.OpsListener {
+		n.Ops = httpapi.NewOps(engineOpts)
 	}
 	cmds, qs := n.Commands, n.Queries
 	httpapi.Mount(n.Engine, httpapi.API{

@@ -112,7 +112,10 @@ export async function requestText(method: string, path: string, body?: unknown, 
   if (!auth) throw new ApiError(401, 'not signed in')
   const sent = session
   const headers: Record<string, string> = { Accept: 'application/json', Authorization: auth, ...o.headers }
-  if (body !== undefined) headers['Content-Type'] = 'application/json'
+  // The APIs refuse a POST that does not declare JSON, a bodiless one too
+  // (the erasure, the sign-in): a page of another site cannot send it with
+  // credentials.
+  if (body !== undefined || (method !== 'GET' && method !== 'HEAD')) headers['Content-Type'] = 'application/json'
   let res: Response
   try {
     // credentials: 'omit' keeps the browser from its own Basic prompt on a
