@@ -18,6 +18,28 @@ type Admin struct {
 	// Provider limits the admin to one provider; nil is a superadmin.
 	Provider *int64
 	Deleted  bool
+	// SignedOut are the admin's sessions signed out before they expired,
+	// each kept until it would have expired: their tokens are refused
+	// meanwhile. Evolve replaces the slice, never changes it in place, so
+	// copies of an Admin may share it.
+	SignedOut []SignedOutSession `json:",omitempty"`
+}
+
+// SignedOutSession is a session signed out before it expired.
+type SignedOutSession struct {
+	ID string
+	// Until is when the session would have expired at the latest.
+	Until time.Time
+}
+
+// HasSignedOut reports whether session was signed out.
+func (a Admin) HasSignedOut(session string) bool {
+	for _, s := range a.SignedOut {
+		if s.ID == session {
+			return true
+		}
+	}
+	return false
 }
 
 // Exists reports whether the admin was created and not deleted.
@@ -63,8 +85,28 @@ func checkPasswordHash(h string) string {
 	return ""
 }
 
+// MaxSessionIDLen is the maximum length of a session id.
+const MaxSessionIDLen = 64
+
+// ValidateSessionID reports whether id is 1 to MaxSessionIDLen characters
+// of [A-Za-z0-9_-] (base64url or hex of random bytes).
+func ValidateSessionID(id string) error {
+	switch {
+	case id == "":
+		return errors.New(problemRequired)
+	case len(id) > MaxSessionIDLen:
+		return fmt.Errorf("must be at most %d characters", MaxSessionIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !isAlnum(c) && c != '_' && c != '-' {
+			return errors.New("may contain only letters, digits, _ and -")
+		}
+	}
+	return nil
+}
+
 // AdminCommand is a command on an admin: CreateAdmin, ChangeAdminPassword,
-// ChangeAdminScope or DeleteAdmin.
+// ChangeAdminScope, DeleteAdmin or SignOutAdmin.
 type AdminCommand interface {
 	Stream() string
 	adminCommand()
@@ -94,6 +136,15 @@ type ChangeAdminScope struct {
 // DeleteAdmin deletes admin Login.
 type DeleteAdmin struct{ Login string }
 
+// SignOutAdmin signs session Session of admin Login out, whose tokens
+// expire at Until at the latest. A session already signed out, or past
+// Until, needs nothing recorded.
+type SignOutAdmin struct {
+	Login   string
+	Session string
+	Until   time.Time
+}
+
 // Stream implements AdminCommand.
 func (c CreateAdmin) Stream() string { return AdminStream(c.Login) }
 
@@ -106,10 +157,14 @@ func (c ChangeAdminScope) Stream() string { return AdminStream(c.Login) }
 // Stream implements AdminCommand.
 func (c DeleteAdmin) Stream() string { return AdminStream(c.Login) }
 
+// Stream implements AdminCommand.
+func (c SignOutAdmin) Stream() string { return AdminStream(c.Login) }
+
 func (CreateAdmin) adminCommand()         {}
 func (ChangeAdminPassword) adminCommand() {}
 func (ChangeAdminScope) adminCommand()    {}
 func (DeleteAdmin) adminCommand()         {}
+func (SignOutAdmin) adminCommand()        {}
 
 // AdminDecider returns the decider of the admin aggregate.
 func AdminDecider() Decider[Admin, AdminCommand] {
@@ -130,11 +185,21 @@ func evolveAdmin(s Admin, e Event) Admin {
 		s.Provider = e.Provider
 	case AdminDeleted:
 		s.Deleted = true
+	case AdminSignedOut:
+		// Sessions past their expiry need no keeping: their tokens are
+		// refused anyway.
+		kept := make([]SignedOutSession, 0, len(s.SignedOut)+1)
+		for _, o := range s.SignedOut {
+			if o.Until.After(e.At) {
+				kept = append(kept, o)
+			}
+		}
+		s.SignedOut = append(kept, SignedOutSession{ID: e.Session, Until: e.Until})
 	}
 	return s
 }
 
-func decideAdmin(s Admin, c AdminCommand, _ time.Time) ([]Event, error) {
+func decideAdmin(s Admin, c AdminCommand, now time.Time) ([]Event, error) {
 	switch c := c.(type) {
 	case CreateAdmin:
 		var p problems
@@ -177,6 +242,17 @@ func decideAdmin(s Admin, c AdminCommand, _ time.Time) ([]Event, error) {
 			return nil, err
 		}
 		return []Event{AdminDeleted{Login: s.Login}}, nil
+	case SignOutAdmin:
+		if err := checkAdminTarget(s, c.Login); err != nil {
+			return nil, err
+		}
+		if err := ValidateSessionID(c.Session); err != nil {
+			return nil, NewValidationError("session", err.Error())
+		}
+		if !c.Until.After(now) || s.HasSignedOut(c.Session) {
+			return nil, nil
+		}
+		return []Event{AdminSignedOut{Login: s.Login, Session: c.Session, Until: c.Until.UTC(), At: now.UTC()}}, nil
 	}
 	return nil, errors.New("domain: unknown admin command")
 }

@@ -3,6 +3,7 @@ package domain_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"tvsm/domain"
 	"tvsm/domain/domaintest"
@@ -46,6 +47,34 @@ func TestAdminCommands(t *testing.T) {
 		ThenState(t, domain.Admin{Login: "root", PasswordHash: hash2, Provider: ptr[int64](7)})
 	if a := domain.AdminDecider().Replay(super); !a.Superadmin() || !a.Exists() {
 		t.Errorf("%+v: want an existing superadmin", a)
+	}
+}
+
+// TestAdminSignOut: a session signed out is kept until it would have
+// expired; signing it out again, or after that, records nothing; sessions
+// past their expiry are dropped as others are signed out.
+func TestAdminSignOut(t *testing.T) {
+	super := domain.AdminCreated{Login: "root", PasswordHash: hash1}
+	now := domaintest.Now()
+	later := now.Add(2 * time.Hour)
+	first := domain.AdminSignedOut{Login: "root", Session: "s-1", Until: now.Add(time.Hour), At: now}
+	spec := domaintest.For(domain.AdminDecider()).Codec(eventRegistry())
+	spec.Run(t,
+		adminCase{Name: "sign out", Given: []domain.Event{super}, When: domain.SignOutAdmin{Login: "root", Session: "s-1", Until: now.Add(time.Hour)},
+			Then: []domain.Event{first}},
+		adminCase{Name: "twice", Given: []domain.Event{super, first}, When: domain.SignOutAdmin{Login: "root", Session: "s-1", Until: now.Add(time.Hour)}},
+		adminCase{Name: "expired already", Given: []domain.Event{super}, When: domain.SignOutAdmin{Login: "root", Session: "s-2", Until: now}},
+		adminCase{Name: "bad session id", Given: []domain.Event{super}, When: domain.SignOutAdmin{Login: "root", Session: "a/b", Until: later}, Err: domain.ErrValidation},
+		adminCase{Name: "no session id", Given: []domain.Event{super}, When: domain.SignOutAdmin{Login: "root", Until: later}, Err: domain.ErrValidation},
+		adminCase{Name: "unknown admin", When: domain.SignOutAdmin{Login: "root", Session: "s-1", Until: later}, Err: domain.ErrNotFound},
+	)
+	second := domain.AdminSignedOut{Login: "root", Session: "s-2", Until: later.Add(time.Hour), At: later}
+	a := domain.AdminDecider().Replay(super, first, second)
+	if a.HasSignedOut("s-1") || !a.HasSignedOut("s-2") || len(a.SignedOut) != 1 {
+		t.Errorf("after s-1 expired and s-2 was signed out: %+v; want only s-2 kept", a.SignedOut)
+	}
+	if b := domain.AdminDecider().Replay(super, first); !b.HasSignedOut("s-1") || b.HasSignedOut("s-2") {
+		t.Errorf("after s-1 was signed out: %+v", b.SignedOut)
 	}
 }
 

@@ -45,6 +45,7 @@ func sampleEvents() []domain.Event {
 		domain.AdminPasswordChanged{Login: "root", PasswordHash: hash2},
 		domain.AdminScopeChanged{Login: "root"},
 		domain.AdminDeleted{Login: "root"},
+		domain.AdminSignedOut{Login: "root", Session: "c2Vzc2lvbi1pZC0xMjM0", Until: now.Add(time.Hour).Truncate(time.Second), At: now},
 		domain.AccountCreated{AccountID: 42, Provider: 7, Login: "a", PinMD5: pin, Fullname: "f", RemoteCustomField: ptr(""),
 			ContractInfo: ptr("c"), MainAddress: ptr("m"), AccountDesc: ptr("d"), RegionTag: ptr[int64](4), DevicesPerAccountLimit: ptr(0)},
 		domain.AccountUpdated{AccountID: 42, Enabled: domain.Some(false), Login: domain.Some("b"), PinMD5: domain.Some(pin), Fullname: domain.Some("g"),

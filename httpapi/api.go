@@ -40,21 +40,30 @@ type API struct {
 	Rebuilds Rebuilds
 	// Backups serves /api/admin/backups (superadmins); nil leaves it out.
 	Backups Backups
+	// Sessions serves the admin console's sign-in and sign-out
+	// (/api/admin/session) and makes the Provider and Admin APIs accept
+	// its session tokens besides Basic credentials; nil leaves them out.
+	Sessions *Sessions
 }
 
 // Mount adds the Provider API (/api/provider) and the Admin API (/api/admin)
-// to engine, both behind HTTP Basic authentication, the Device API
+// to engine, both behind HTTP Basic authentication (or session tokens, with
+// api.Sessions) and taking only JSON (requireBodyType) on state-changing
+// requests, the Device API
 // (/api/device), behind device tokens, and the admin console's page and
 // files (/admin/, which call those APIs from the browser); and, without
 // authentication, the APIs' OpenAPI documents (MountDocs: Swagger UI for the
 // first two).
 func Mount(engine *gin.Engine, api API) {
 	console.Mount(engine)
-	auth := BasicAuth(api.Auth)
+	auth := AdminAuth(api.Auth, api.Sessions)
+	if api.Sessions != nil {
+		mountSessions(engine, api.Sessions, BasicAuth(api.Auth), auth)
+	}
 	mustMountDocs(engine.Group("/api/admin"), apidoc.Admin, true)
 	mustMountDocs(engine.Group("/api/provider"), apidoc.Provider, true)
 	mustMountDocs(engine.Group("/api/device"), apidoc.Device, false)
-	admin := engine.Group("/api/admin", auth, importIDFromHeader)
+	admin := engine.Group("/api/admin", requireBodyType, auth, importIDFromHeader)
 	mountAdmin(admin, api.Admin, api.Idempotency)
 	if api.Admin.Imports != nil {
 		mountImport(admin, api.Admin.Imports)
@@ -68,7 +77,7 @@ func Mount(engine *gin.Engine, api API) {
 	if !api.ProfilerElsewhere {
 		mountDebug(admin)
 	}
-	mountProvider(engine.Group("/api/provider", auth, importIDFromHeader), api.Provider, api.Idempotency)
+	mountProvider(engine.Group("/api/provider", requireBodyType, auth, importIDFromHeader), api.Provider, api.Idempotency)
 	mountDevice(engine.Group("/api/device"), api.Device, api.Sockets, api.DeviceLogins)
 	if api.Billing != nil && api.Device.Sessions != nil {
 		opts := *api.Billing

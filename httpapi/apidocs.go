@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"tvsm/httpapi/apidoc"
+	"tvsm/internal/platform/staticfiles"
 )
 
 // MountDocs serves the OpenAPI document of the API name (apidoc.Provider,
@@ -13,6 +14,9 @@ import (
 //
 //	GET /openapi.json, /openapi.yaml             the OpenAPI 3.1 document
 //	GET /swagger-ui/index.html (and its files)   Swagger UI, when ui is set
+//
+// Swagger UI's files carry the admin console's Content-Security-Policy and
+// X-Frame-Options (staticfiles.SetPageHeaders).
 //
 // It fails only when the embedded document is broken, which the package's
 // tests rule out.
@@ -25,7 +29,14 @@ func MountDocs(g gin.IRoutes, name string, ui bool) error {
 	g.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml; charset=utf-8", doc.YAML) })
 	if ui {
 		g.GET("/swagger-ui", func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, c.Request.URL.Path+"/index.html") })
-		g.GET("/swagger-ui/*file", func(c *gin.Context) { apidoc.ServeAsset(c.Writer, c.Request, c.Param("file")) })
+		g.GET("/swagger-ui/*file", func(c *gin.Context) {
+			// The console's policy: Swagger UI's own files and the API of
+			// the same origin, no inline script, never in another site's
+			// frame (its "Try it out" sends requests with the credentials
+			// typed into it).
+			staticfiles.SetPageHeaders(c.Writer.Header())
+			apidoc.ServeAsset(c.Writer, c.Request, c.Param("file"))
+		})
 	}
 	return nil
 }

@@ -107,11 +107,24 @@ func CurrentPrincipal(c *gin.Context) (Principal, bool) {
 // failures per address; a throttled attempt is answered 429 with
 // Retry-After. An authenticated request then waits for its
 // HeaderMinPosition (AwaitMinPosition).
-func BasicAuth(auth Authenticator) gin.HandlerFunc {
+func BasicAuth(auth Authenticator) gin.HandlerFunc { return AdminAuth(auth, nil) }
+
+// AdminAuth is BasicAuth that also accepts the session tokens of sessions
+// (Authorization: Bearer, which the admin console sends): a token that is
+// malformed, forged, expired or refused by the read model is answered 401
+// naming why, with WWW-Authenticate: Bearer. A nil sessions accepts Basic
+// credentials only.
+func AdminAuth(auth Authenticator, sessions *Sessions) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		var header string
 		if v := c.Request.Header["Authorization"]; len(v) > 0 {
 			header = v[0]
+		}
+		if sessions != nil {
+			if token, ok := bearerToken(header); ok {
+				sessions.authenticate(c, token)
+				return
+			}
 		}
 		login, password, msg := parseBasic(header)
 		if msg != "" {

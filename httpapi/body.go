@@ -3,7 +3,6 @@ package httpapi
 import (
 	"fmt"
 	"maps"
-	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -124,22 +123,22 @@ func editDistance(a, b string) int {
 }
 
 // CheckJSONContentType accepts a request body declared as JSON, leniently:
-// no Content-Type at all (clients that never set one), application/json with
-// any parameters (charset=utf-8), application/*+json and text/json. Anything
-// else is a 415.
+// no Content-Type at all, application/json with any parameters
+// (charset=utf-8), application/*+json and text/json. Anything else is a
+// 415. The Device API's clients hold no credentials a browser would attach
+// by itself, so a body they leave undeclared is read as JSON; the Admin and
+// Provider APIs refuse that earlier (requireBodyType).
 func CheckJSONContentType(r *http.Request) error {
 	var ct string
 	if v := r.Header["Content-Type"]; len(v) > 0 { // Header.Get without canonicalizing a canonical key
 		ct = v[0]
 	}
-	if strings.TrimSpace(ct) == "" || strings.EqualFold(ct, "application/json") {
-		return nil // the common case, without parsing
+	if strings.TrimSpace(ct) == "" {
+		return nil
 	}
-	mediaType, _, err := mime.ParseMediaType(ct)
-	if err != nil && err != mime.ErrInvalidMediaParameter { // bad parameters are not our business
-		return UnsupportedMediaType(ct)
-	}
+	mediaType, ok := parseMediaType(ct)
 	switch {
+	case !ok:
 	case mediaType == "application/json", mediaType == "text/json",
 		strings.HasPrefix(mediaType, "application/") && strings.HasSuffix(mediaType, "+json"):
 		return nil

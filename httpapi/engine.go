@@ -33,6 +33,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics is served at /metrics. Nil means a fresh, empty registry.
 	Metrics MetricsRegistry
+	// MetricsAuth checks the Basic credentials /metrics asks for on this
+	// engine, which serves it to superadmins only: the figures say how
+	// much traffic each route has, which an API port faces anyone with.
+	// Nil (without OpsElsewhere) leaves /metrics out of the engine.
+	MetricsAuth Authenticator
 	// Ready backs /readyz. Nil means always ready.
 	Ready ReadinessFunc
 	// AccessLog logs every answered request at info level. Without it,
@@ -87,8 +92,8 @@ func New(opts Options) *gin.Engine {
 		engine.Use(positionsMiddleware(opts.Applied, opts.MinPositionTimeout))
 	}
 	mountProbes(engine, opts.Ready)
-	if !opts.OpsElsewhere {
-		engine.GET("/metrics", metricsHandler(opts.Metrics, opts.Logger))
+	if !opts.OpsElsewhere && opts.MetricsAuth != nil {
+		engine.GET("/metrics", BasicAuth(opts.MetricsAuth), superadminOnly, metricsHandler(opts.Metrics, opts.Logger))
 	}
 	return engine
 }

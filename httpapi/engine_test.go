@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/gin-gonic/gin"
+	"golang.org/x/crypto/bcrypt"
 
 	"tvsm/eventstore"
 	"tvsm/internal/platform/metrics"
@@ -109,13 +110,34 @@ func TestReadyz(t *testing.T) {
 	assertJSONResponse(t, resp, body, http.StatusOK, map[string]any{"status": "ready"})
 }
 
+// TestMetrics: /metrics on the API's engine answers superadmins only, in
+// Prometheus' text format; anyone else gets 401 (no or wrong credentials)
+// or 403 (an admin scoped to a provider), and the figures never leave.
 func TestMetrics(t *testing.T) {
-	srv := newTestServer(t, nil, nil)
+	store := newAdminStore(t)
+	srv := newTestServerWith(t, Options{MetricsAuth: NewBcryptAuthenticator(store.lookup, BcryptOptions{DummyCost: bcrypt.MinCost})}, nil)
 	srv.get(t, "/healthz") // so the request counter has a sample
 
-	resp, body := srv.get(t, "/metrics")
+	for _, tc := range []struct {
+		name   string
+		header []string
+		status int
+		code   string
+	}{
+		{"anonymous", nil, http.StatusUnauthorized, CodeUnauthorized},
+		{"wrong password", []string{"Authorization", basic("root", "guess")}, http.StatusUnauthorized, CodeUnauthorized},
+		{"scoped admin", []string{"Authorization", basic("sync7", "sync-secret")}, http.StatusForbidden, CodeForbidden},
+	} {
+		resp, body := srv.get(t, "/metrics", tc.header...)
+		assertJSONResponse(t, resp, body, tc.status, map[string]any{"error": tc.code})
+		if bytes.Contains(body, []byte("tvsm_http_requests_total")) {
+			t.Errorf("%s: /metrics gave away its figures: %s", tc.name, body)
+		}
+	}
+
+	resp, body := srv.get(t, "/metrics", "Authorization", basic("root", "root-secret"))
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status = %d", resp.StatusCode)
+		t.Fatalf("superadmin: status = %d %s", resp.StatusCode, body)
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") || !strings.Contains(ct, "version=0.0.4") {
 		t.Errorf("Content-Type = %q, want the Prometheus text format", ct)
@@ -124,11 +146,41 @@ func TestMetrics(t *testing.T) {
 		"# TYPE go_goroutines gauge",
 		"process_start_time_seconds",
 		`tvsm_http_requests_total{method="GET",route="/healthz",status="200"} 1`,
+		`tvsm_http_requests_total{method="GET",route="/metrics",status="401"} 2`,
 		"tvsm_http_request_duration_seconds_bucket",
 	} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+}
+
+// TestMetricsElsewhere: an engine without an authenticator for /metrics,
+// or whose /metrics the operators' listener serves, does not serve it; the
+// operators' engine serves it to anyone who reaches its address.
+func TestMetricsElsewhere(t *testing.T) {
+	store := newAdminStore(t)
+	auth := NewBcryptAuthenticator(store.lookup, BcryptOptions{DummyCost: bcrypt.MinCost})
+	for name, opts := range map[string]Options{
+		"no authenticator":         {},
+		"served by the ops engine": {MetricsAuth: auth, OpsElsewhere: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := newTestServerWith(t, opts, nil)
+			resp, body := srv.get(t, "/metrics", "Authorization", basic("root", "root-secret"))
+			assertJSONResponse(t, resp, body, http.StatusNotFound, map[string]any{"error": CodeNotFound})
+		})
+	}
+	ops := httptest.NewServer(Handler(NewOps(Options{Logger: discardLogger(), Metrics: metrics.NewRegistry()})))
+	t.Cleanup(ops.Close)
+	resp, err := ops.Client().Get(ops.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("go_goroutines")) {
+		t.Errorf("ops engine /metrics: %d %.200s", resp.StatusCode, body)
 	}
 }
 

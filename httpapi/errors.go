@@ -107,11 +107,19 @@ func BodyTooLarge(limit int64) *Error {
 		Cause: fmt.Sprintf("request body exceeds the limit of %d bytes", limit)}
 }
 
-// UnsupportedMediaType is a 415: a body that is declared as something other
-// than JSON.
-func UnsupportedMediaType(contentType string) *Error {
-	return &Error{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupportedMedia,
-		Cause: fmt.Sprintf("Content-Type %q is not supported; send application/json", contentType)}
+// UnsupportedMediaType is a 415: a request whose Content-Type, contentType
+// ("" when it has none), is none of the accepted media types
+// (application/json when none are given).
+func UnsupportedMediaType(contentType string, accepted ...string) *Error {
+	if len(accepted) == 0 {
+		accepted = []string{"application/json"}
+	}
+	want := strings.Join(accepted, " or ")
+	cause := fmt.Sprintf("Content-Type %q is not supported; send %s", contentType, want)
+	if strings.TrimSpace(contentType) == "" {
+		cause = "Content-Type header missing; send " + want
+	}
+	return &Error{Status: http.StatusUnsupportedMediaType, Code: CodeUnsupportedMedia, Cause: cause}
 }
 
 // Unavailable is a 503: the node cannot answer now, the client may retry.

@@ -60,6 +60,9 @@ func send(t testing.TB, c *http.Client, method, url, login, password string, bod
 	if err != nil {
 		t.Fatal(err)
 	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if login != "" {
 		req.SetBasicAuth(login, password)
 	}
@@ -100,7 +103,7 @@ func burst(t testing.TB, n int, req func(i int) int) map[int]int {
 // with series (a name, with labels when it has some), 0 when absent.
 func metric(t testing.TB, env *nodetest.Env, series string) float64 {
 	t.Helper()
-	status, body := env.Do(t, http.MethodGet, "/metrics", "", "", nil)
+	status, body := env.Super(t, http.MethodGet, "/metrics", nil)
 	if status != http.StatusOK {
 		t.Fatalf("GET /metrics: %d", status)
 	}

@@ -68,7 +68,7 @@ func TestNodeEndToEnd(t *testing.T) {
 		return status == http.StatusOK && strings.Contains(string(body), fmt.Sprintf(`"device":%d,"status":"confirmed"`, l.DeviceID))
 	})
 	// The node's metrics count the connection and the delivery.
-	status, body = r.env.Do(t, http.MethodGet, "/metrics", "", "", nil)
+	status, body = r.env.Super(t, http.MethodGet, "/metrics", nil)
 	for _, want := range []string{"\ntvsm_ws_connections 1\n", "\ntvsm_dispatch_deliveries_total 1\n",
 		"\ntvsm_dispatch_acks_total 1\n", "\ntvsm_dispatch_confirms_total 1\n", "\ntvsm_dispatch_claim_failures_total 0\n",
 		"\n# TYPE tvsm_dispatch_acks_total counter\n", "\n# TYPE tvsm_ws_connections gauge\n"} {

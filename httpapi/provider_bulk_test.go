@@ -150,7 +150,8 @@ func TestAccountsBulk(t *testing.T) {
 		t.Fatalf("a line too long: %+v", res)
 	}
 	// An unknown query parameter is refused before anything is read.
-	status, body := env.Do(t, http.MethodPost, "/api/provider/accounts/bulk?dry_run=1", env.SuperLogin, env.SuperPassword, bytes.NewReader(nil))
+	status, body := env.DoHeader(t, http.MethodPost, "/api/provider/accounts/bulk?dry_run=1", env.SuperLogin, env.SuperPassword,
+		bytes.NewReader(nil), http.Header{"Content-Type": {"application/x-ndjson"}})
 	if status != http.StatusBadRequest || !strings.Contains(string(body), "dry_run") {
 		t.Fatalf("unknown parameter: %d %s", status, body)
 	}

@@ -186,6 +186,7 @@ func TestProviderSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.SetBasicAuth(env.SuperLogin, env.SuperPassword)
+		req.Header.Set("Content-Type", "application/x-ndjson")
 		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -270,7 +271,7 @@ func syncDo(hc *http.Client, env *nodetest.Env, method, path string, body any) (
 		return 0, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	if method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.SetBasicAuth(env.SuperLogin, env.SuperPassword)

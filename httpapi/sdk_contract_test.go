@@ -470,6 +470,7 @@ func TestLenientClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", "*/*")
+	req.Header.Set("Content-Type", "application/json; charset=UTF-8")
 	resp, err := noRedirects.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -22,18 +22,28 @@ import (
 // items) and changes nothing. A route whose parameters or body the walk
 // cannot fill fails it, until a value is added here.
 
-// publicRoutes answer without credentials, by design: the probes, the
-// device login, the API documents and their viewers (documentRoutes) and the
+// publicRoutes answer without credentials, by design: the probes (not
+// /metrics, which the API's listener serves to superadmins), the device
+// login, the API documents and their viewers (documentRoutes) and the
 // admin console's files. A route missing here must refuse requests without
 // credentials.
 var publicRoutes = withRoutes(documentRoutes(), map[string]string{
 	"GET /healthz":           "liveness probe",
 	"GET /readyz":            "readiness probe",
-	"GET /metrics":           "Prometheus scrape (move it to --ops-http to keep it from devices)",
 	"POST /api/device/login": "the device login itself (throttled; wrong credentials are checked below)",
 	"GET /admin":             "the admin console's page: it holds no data and calls the APIs with the admin's credentials",
 	"GET /admin/*file":       "the admin console's scripts and styles",
 })
+
+// ownSessionRoutes act on the caller's own admin console session, which
+// names no provider's resources: as another provider's admin they must
+// answer without a server error, leak nothing of the victim's and append
+// nothing (a sign-in writes nothing; a sign-out with Basic credentials,
+// which have no session, is refused).
+var ownSessionRoutes = map[string]string{
+	"POST /api/admin/session":   "signs the caller itself in",
+	"DELETE /api/admin/session": "signs the session of the caller's own token out",
+}
 
 // deviceRoutes are authenticated with device tokens; every other private
 // route with admin Basic credentials.
@@ -206,7 +216,7 @@ func TestSecurityWalkRefusesWithoutCredentials(t *testing.T) {
 			if name == "token in the query, bad" {
 				target += "?token=not-a-token"
 			}
-			status, body := env.DoHeader(t, r.Method, target, "", "", walkBody(r), h)
+			status, body := env.DoHeader(t, r.Method, target, "", "", walkBody(r), withBodyType(r.Path, h))
 			if status != http.StatusUnauthorized && status != http.StatusForbidden {
 				t.Errorf("%s (%s) %s: %d %.200s; want 401 or 403", key, target, name, status, body)
 			}
@@ -224,6 +234,20 @@ func TestSecurityWalkRefusesWithoutCredentials(t *testing.T) {
 		t.Errorf("requests without valid credentials appended events: head %v → %v", before, after)
 	}
 	t.Logf("walked %d private routes of %d", walked, len(routes))
+}
+
+// withBodyType returns h with the Content-Type the route takes when it is
+// not the JSON nodetest sends: NDJSON on bulk routes.
+func withBodyType(route string, h http.Header) http.Header {
+	if !strings.HasSuffix(route, "/bulk") {
+		return h
+	}
+	out := h.Clone()
+	if out == nil {
+		out = http.Header{}
+	}
+	out.Set("Content-Type", "application/x-ndjson")
+	return out
 }
 
 // walkBody is a harmless body for the walk's requests that carry one.
@@ -353,6 +377,14 @@ func TestSecurityWalkScopesProviders(t *testing.T) {
 			t.Errorf("%s: no value for a parameter; add one to pathFor", key)
 			continue
 		}
+		if _, own := ownSessionRoutes[key]; own {
+			made++
+			status, body := env.Do(t, r.Method, path, intruder.login, intruder.pass, nil)
+			if status >= http.StatusInternalServerError || leaks(body) {
+				t.Errorf("%s as another provider's admin: %d %.300s", key, status, body)
+			}
+			continue
+		}
 		type call struct {
 			target string
 			body   any
@@ -381,8 +413,14 @@ func TestSecurityWalkScopesProviders(t *testing.T) {
 		}
 		for _, c := range calls {
 			made++
-			status, body := intruder.do(t, r.Method, strings.TrimPrefix(c.target, "/api/provider"), c.body)
-			if !strings.HasPrefix(c.target, "/api/provider") {
+			var status int
+			var body []byte
+			switch {
+			case strings.HasSuffix(r.Path, "/bulk"):
+				status, body = env.DoHeader(t, r.Method, c.target, intruder.login, intruder.pass, c.body, withBodyType(r.Path, nil))
+			case strings.HasPrefix(c.target, "/api/provider"):
+				status, body = intruder.do(t, r.Method, strings.TrimPrefix(c.target, "/api/provider"), c.body)
+			default:
 				status, body = env.Do(t, r.Method, c.target, intruder.login, intruder.pass, c.body)
 			}
 			if _, shared := sharedCatalogReads[key]; shared && status == http.StatusOK {

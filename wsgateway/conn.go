@@ -228,9 +228,19 @@ func (c *Conn) readPump() {
 	defer supervise.Recover(c.hub.opts.Logger, panicComponent, func(*supervise.Panic) { c.close(ReasonInternalError) })
 	o := &c.hub.opts
 	c.ws.SetReadLimit(o.ReadLimit)
-	extend := func() { _ = c.ws.SetReadDeadline(time.Now().Add(o.PongWait)) }
-	extend()
-	c.ws.SetPongHandler(func(string) error { extend(); return nil })
+	// Every pong moves the read deadline PongWait ahead. A message does
+	// only once a tenth of PongWait has passed since it last moved: moving
+	// it takes the runtime's timer locks, which on every acknowledgement
+	// of a broadcast cost about as much as reading it. So a device that
+	// sends messages but answers no ping may be dropped after 9/10 of
+	// PongWait of silence; one that answers pings, never early.
+	var extended time.Time
+	extend := func(now time.Time) {
+		extended = now
+		_ = c.ws.SetReadDeadline(now.Add(o.PongWait))
+	}
+	extend(time.Now())
+	c.ws.SetPongHandler(func(string) error { extend(time.Now()); return nil })
 	bad := 0
 	for {
 		kind, data, err := c.ws.ReadMessage()
@@ -241,7 +251,9 @@ func (c *Conn) readPump() {
 			c.close(readReason(err))
 			return
 		}
-		extend()
+		if now := time.Now(); now.Sub(extended) >= o.PongWait/10 {
+			extend(now)
+		}
 		m, err := ParseDeviceMessage(data)
 		if kind != websocket.TextMessage || err != nil {
 			c.hub.stats.bad.Add(1)

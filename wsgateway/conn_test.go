@@ -101,6 +101,33 @@ func TestPingPong(t *testing.T) {
 	})
 }
 
+// A device that answers no ping but sends messages stays connected while
+// it sends; once it stops, it is dropped, not before 9/10 of PongWait
+// (messages move the read deadline in steps of a tenth of it).
+func TestMessagesKeepAConnectionAlive(t *testing.T) {
+	const pongWait = 2 * time.Second
+	e := newEnv(t, Options{PongWait: pongWait, PingPeriod: time.Second, CloseGrace: 100 * time.Millisecond})
+	ws := e.dial(t, 4, nil)
+	ws.SetPingHandler(func(string) error { return nil })
+	readLoop(ws)
+	var last time.Time
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		last = time.Now()
+		if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"ack","id":"1.0.4"}`)); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+	}
+	if !e.hub.Connected(4) {
+		t.Fatal("a device sending messages every 100 ms was dropped")
+	}
+	if r := e.waitClose(t, 4); r != ReasonTimeout {
+		t.Fatalf("reason %v, want timeout", r)
+	}
+	if silent := time.Since(last); silent < pongWait*9/10 {
+		t.Fatalf("dropped %v after its last message, before 9/10 of PongWait", silent)
+	}
+}
+
 func TestReadLimitClosesConnection(t *testing.T) {
 	e := newEnv(t, Options{ReadLimit: 4 << 10})
 	// One write syscall for the whole frame: the server closes as soon as it

@@ -32,6 +32,9 @@ type DeviceMessage struct {
 // "ack" or "confirm" and id non-empty and at most 128 bytes. Unknown fields
 // are ignored so devices may add some.
 func ParseDeviceMessage(data []byte) (DeviceMessage, error) {
+	if m, ok := parseCompactMessage(data); ok {
+		return m, nil
+	}
 	var m DeviceMessage
 	if err := json.Unmarshal(data, &m); err != nil {
 		return DeviceMessage{}, fmt.Errorf("%w: %v", ErrBadMessage, err)
@@ -43,6 +46,57 @@ func ParseDeviceMessage(data []byte) (DeviceMessage, error) {
 		return DeviceMessage{}, fmt.Errorf("%w: id of %d bytes", ErrBadMessage, len(m.ID))
 	}
 	return m, nil
+}
+
+// The compact forms of the two device messages, as devices send them
+// (JSON.stringify of {type, id}; encoding/json of a map, keys sorted):
+// every acknowledgement of a broadcast takes this path.
+const (
+	ackHead     = `{"type":"ack","id":"`
+	confirmHead = `{"type":"confirm","id":"`
+	compactTail = `"}`
+	idHead      = `{"id":"`
+	ackTail     = `","type":"ack"}`
+	confirmTail = `","type":"confirm"}`
+)
+
+// parseCompactMessage decodes a device message in a compact form,
+// {"type":"ack","id":"..."} or {"id":"...","type":"ack"} (or "confirm"),
+// with an id of printable ASCII that needs no escape, without reflection;
+// ok is false for anything else, which encoding/json then decodes. It
+// answers exactly what the encoding/json path answers for the messages it
+// takes.
+func parseCompactMessage(data []byte) (DeviceMessage, bool) {
+	var (
+		m  DeviceMessage
+		id []byte
+		ok bool
+	)
+	switch {
+	case bytes.HasPrefix(data, []byte(ackHead)):
+		m.Type = MessageAck
+		id, ok = bytes.CutSuffix(data[len(ackHead):], []byte(compactTail))
+	case bytes.HasPrefix(data, []byte(confirmHead)):
+		m.Type = MessageConfirm
+		id, ok = bytes.CutSuffix(data[len(confirmHead):], []byte(compactTail))
+	case bytes.HasPrefix(data, []byte(idHead)):
+		rest := data[len(idHead):]
+		if id, ok = bytes.CutSuffix(rest, []byte(ackTail)); ok {
+			m.Type = MessageAck
+		} else if id, ok = bytes.CutSuffix(rest, []byte(confirmTail)); ok {
+			m.Type = MessageConfirm
+		}
+	}
+	if !ok || len(id) == 0 || len(id) > maxIDLen {
+		return DeviceMessage{}, false
+	}
+	for _, c := range id {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return DeviceMessage{}, false
+		}
+	}
+	m.ID = string(id)
+	return m, true
 }
 
 // commandEnvelope is the server → device command message.

@@ -28,7 +28,9 @@ type Options struct {
 	// one closes the connection with 1009.
 	ReadLimit int64
 	// PongWait is how long the connection may stay silent (no message and no
-	// pong) before it is dropped as dead.
+	// pong) before it is dropped as dead. Messages move the deadline in
+	// steps of a tenth of it, pongs every time: a device that answers no
+	// ping may be dropped after 9/10 of PongWait since its last message.
 	PongWait time.Duration
 	// PingPeriod is how often pings are sent; it must be below PongWait and
 	// is lowered to 9/10 of PongWait otherwise.

@@ -286,6 +286,48 @@ func TestServeOpsListener(t *testing.T) {
 	}
 }
 
+// TestServeMetricsForSuperadmins: without --ops-http, /metrics is on the
+// API's listener, which devices and anyone else reach: it answers a
+// superadmin's Basic credentials only (401 without or with wrong ones, 403
+// for an admin scoped to a provider).
+func TestServeMetricsForSuperadmins(t *testing.T) {
+	stderr, exited, cancel := startServe(t, "--http", "127.0.0.1:0", "--data", t.TempDir())
+	addr := waitForListening(t, stderr, exited)
+	defer func() {
+		cancel()
+		<-exited
+	}()
+	admin := api{t: t, base: "http://" + addr, c: &http.Client{Timeout: 5 * time.Second}, password: "s3cret-root"}
+	var provider struct{ ID int64 }
+	admin.ok(http.MethodPost, "/api/admin/providers", map[string]any{"name": "Scoped ISP"}, &provider)
+	admin.ok(http.MethodPost, "/api/admin/admins", map[string]any{"login": "ops7", "password": "ops7-secret", "provider": provider.ID}, nil)
+	for _, c := range []struct {
+		name            string
+		login, password string
+		status          int
+		contains        string
+	}{
+		{"anonymous", "", "", http.StatusUnauthorized, `"unauthorized"`},
+		{"wrong password", "root", "guess", http.StatusUnauthorized, `"unauthorized"`},
+		{"scoped admin", "ops7", "ops7-secret", http.StatusForbidden, `"forbidden"`},
+		{"superadmin", "root", "s3cret-root", http.StatusOK, "tvsm_password_checks_total"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+		if c.login != "" {
+			req.SetBasicAuth(c.login, c.password)
+		}
+		resp, err := admin.c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !strings.Contains(string(body), c.contains) {
+			t.Errorf("GET /metrics as %s: %d %.200s; want %d with %q", c.name, resp.StatusCode, body, c.status, c.contains)
+		}
+	}
+}
+
 // TestSimulateExitsNonZeroWithTheCause: tvsm simulate on a node where its
 // tariff does not exist exits 1 and prints the node's answer.
 func TestSimulateExitsNonZeroWithTheCause(t *testing.T) {

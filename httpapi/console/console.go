@@ -1,8 +1,9 @@
 // Package console serves the admin web console at /admin/: a single page
 // built from web/console (Vite, TypeScript, uPlot) into dist/, embedded in
 // the binary, so a node serves it offline and `make run` needs only Go. The
-// page talks to the public Admin, Provider and Statistics APIs with the
-// admin's Basic credentials; this package serves files and nothing else.
+// page talks to the public Admin, Provider and Statistics APIs with a session
+// token of the admin (POST /api/admin/session); this package serves files
+// and nothing else.
 //
 // Rebuild dist/ after changing web/console: make console (Node.js and
 // npm), then commit both. docs/console.md records the decisions.
@@ -25,13 +26,6 @@ var files = staticfiles.Files{FS: dist, Dir: "dist"}
 // Path is where the console is served.
 const Path = "/admin"
 
-// contentSecurityPolicy allows only the console's own files and the APIs of
-// the same origin: no inline script, no other host, no framing. Styles may
-// be inline because the chart library sizes its canvas with style
-// attributes.
-const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
-	"img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-
 // Mount serves the console on engine: /admin (and /admin/, which the
 // engine's handler answers as /admin) is the page, /admin/NAME its files.
 // They are public: the page holds no data, and asks for the admin's
@@ -44,9 +38,10 @@ func Mount(engine *gin.Engine) {
 func serve(c *gin.Context) {
 	name := strings.TrimPrefix(c.Param("file"), "/")
 	h := c.Writer.Header()
-	h.Set("Content-Security-Policy", contentSecurityPolicy)
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	// Only the console's own files and the APIs of the same origin, no
+	// framing (styles may be inline: the chart library sizes its canvas
+	// with style attributes).
+	staticfiles.SetPageHeaders(h)
 	// Vite names the built scripts and styles after their content
 	// (assets/index-3f2a.js): they never change, while the page must be
 	// fetched again to pick up a new build.

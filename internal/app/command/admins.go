@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
@@ -201,6 +202,19 @@ func (h *Admins) Delete(ctx context.Context, c app.Caller, login string) (domain
 		return domain.Admin{}, err
 	}
 	return res.State, nil
+}
+
+// SignOut signs the caller's session out: its tokens are refused from the
+// moment the read model shows it (on return here, on other nodes once
+// theirs has applied it) until until, when they would have expired anyway.
+// Signing a session out twice, or after until, appends nothing.
+func (h *Admins) SignOut(ctx context.Context, c app.Caller, session string, until time.Time) error {
+	if c.Admin == "" {
+		return errors.New("command: sign out: no admin signed in")
+	}
+	cmd := domain.SignOutAdmin{Login: c.Admin, Session: session, Until: until}
+	_, err := execute(ctx, h.w, c, cmd.Stream(), domain.AdminDecider(), domain.AdminCommand(cmd))
+	return err
 }
 
 // Bootstrap creates the first superadmin when there is no administrator at

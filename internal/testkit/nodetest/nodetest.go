@@ -225,13 +225,16 @@ func StartWith(t testing.TB, o Options) *Env {
 
 // Do sends a request with Basic credentials (none when login is empty) and
 // returns the status and body. body is sent as is when it is []byte or
-// string, JSON-encoded otherwise, and omitted when nil.
+// string, JSON-encoded otherwise, and omitted when nil. Requests with a
+// body, and every request but a GET or HEAD, declare Content-Type:
+// application/json.
 func (e *Env) Do(t testing.TB, method, path, login, password string, body any) (int, []byte) {
 	t.Helper()
 	return e.DoHeader(t, method, path, login, password, body, nil)
 }
 
-// DoHeader is Do with extra request headers (Idempotency-Key, ...).
+// DoHeader is Do with extra request headers (Idempotency-Key, ...); a
+// header given with no values is left out (Content-Type: nil sends none).
 func (e *Env) DoHeader(t testing.TB, method, path, login, password string, body any, header http.Header) (int, []byte) {
 	t.Helper()
 	resp, data := e.DoResponse(t, method, path, login, password, body, header)
@@ -261,10 +264,16 @@ func (e *Env) DoResponse(t testing.TB, method, path, login, password string, bod
 		t.Fatalf("nodetest: %v", err)
 	}
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	if body != nil || (method != http.MethodGet && method != http.MethodHead) {
+		// As TVIP's SDK does: the Admin and Provider APIs refuse a POST
+		// (with a body or not) that does not declare JSON.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, vs := range header {
+		if vs == nil {
+			delete(req.Header, k)
+			continue
+		}
 		req.Header[k] = vs
 	}
 	if login != "" {
@@ -287,6 +296,22 @@ func (e *Env) Super(t testing.TB, method, path string, body any) (int, []byte) {
 	t.Helper()
 	return e.Do(t, method, path, e.SuperLogin, e.SuperPassword, body)
 }
+
+// SignIn opens an admin console session with login's credentials (POST
+// /api/admin/session) and returns its token; Bearer makes the header that
+// sends it.
+func (e *Env) SignIn(t testing.TB, login, password string) string {
+	t.Helper()
+	status, data := e.Do(t, http.MethodPost, "/api/admin/session", login, password, nil)
+	var s struct{ Token string }
+	if status != http.StatusOK || json.Unmarshal(data, &s) != nil || s.Token == "" {
+		t.Fatalf("nodetest: sign in %s: %d %s", login, status, data)
+	}
+	return s.Token
+}
+
+// Bearer returns the Authorization header of a session token.
+func Bearer(token string) http.Header { return http.Header{"Authorization": {"Bearer " + token}} }
 
 // AppendEvent appends ev to stream directly, as a part of tvsm without an
 // HTTP route would (a command send, a device session), and waits until the

@@ -690,17 +690,22 @@ func (s *server) catalog(ctx context.Context) (provider, tariff int64, err error
 	return p.ID, t.ID, nil
 }
 
-// metrics reads unlabelled values from the server's /metrics.
+// metrics reads unlabelled values from the server's /metrics (served to
+// superadmins on its API listener).
 func (s *server) metrics(ctx context.Context, names ...string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}
+	req.SetBasicAuth("admin", benchPassword)
 	resp, err := s.http.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("loadtest: GET /metrics: %d", resp.StatusCode)
+	}
 	out := make(map[string]float64, len(names))
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

@@ -179,7 +179,8 @@ func (c AdminClient) Call(ctx context.Context, method, path string, body any, ou
 	}
 	req.SetBasicAuth(c.User, c.Password)
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	if body != nil || method != http.MethodGet {
+		// tvsm refuses a POST that does not declare JSON, bodiless ones too.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.HTTP.Do(req)

@@ -122,7 +122,8 @@ func (c *client) once(ctx context.Context, method, path string, header http.Head
 		req.SetBasicAuth(c.ep.Login, c.ep.Password)
 	}
 	req.Header.Set("Accept", "application/json")
-	if data != nil {
+	if data != nil || method != http.MethodGet {
+		// tvsm refuses a POST that does not declare JSON, bodiless ones too.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)

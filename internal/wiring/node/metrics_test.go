@@ -18,15 +18,25 @@ import (
 	"tvsm/internal/testkit/nodetest"
 )
 
-// scrape reads /metrics and returns every sample by its name and labels,
-// `name{label="value",…}` with the labels sorted (no braces without any).
+// scrape reads /metrics as the superadmin (a node without an operators'
+// listener serves it to superadmins only) and returns every sample by its
+// name and labels, `name{label="value",…}` with the labels sorted (no
+// braces without any).
 func scrape(t *testing.T, e *nodetest.Env) map[string]float64 {
 	t.Helper()
-	resp, err := e.Client.Get(e.URL + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, e.URL+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(e.SuperLogin, e.SuperPassword)
+	resp, err := e.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d", resp.StatusCode)
+	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {

@@ -7,6 +7,8 @@ package node
 
 import (
 	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -56,7 +58,8 @@ type Options struct {
 	DataDir string
 	Logger  *slog.Logger
 	// Metrics is served at /metrics, with the node's own figures (default
-	// a fresh registry).
+	// a fresh registry): on Ops with OpsListener, else on Engine to
+	// superadmins only.
 	Metrics httpapi.MetricsRegistry
 	// AdminLogin (default DefaultAdminLogin) and AdminPassword create the
 	// first superadmin when there is no admin yet. An empty password is
@@ -70,7 +73,8 @@ type Options struct {
 	// (httpapi.Options.AccessLog).
 	AccessLog bool
 	// OpsListener moves /metrics and the profiler from Engine to Ops, for a
-	// listener of their own (httpapi.NewOps).
+	// listener of their own (httpapi.NewOps), where they need no
+	// credentials.
 	OpsListener bool
 	// SnapshotSpec is the cron spec (UTC) of read model snapshots
 	// (default every five minutes); snapshots are also written on Close.
@@ -139,6 +143,11 @@ type Options struct {
 	StatsBatchInterval time.Duration
 	// Version is the tvsm version the node's backups name.
 	Version string
+	// AdminSessionIdle and AdminSessionMaxAge bound the admin console's
+	// sessions: how long one lasts without a request, and at most
+	// (defaults httpapi.DefaultSessionIdle and DefaultSessionMaxAge).
+	AdminSessionIdle   time.Duration
+	AdminSessionMaxAge time.Duration
 }
 
 // Node is a running node. Close stops it.
@@ -167,10 +176,12 @@ type Node struct {
 	Stats          *query.Statistics
 	StatsRunner    *projections.Runner
 	StatsScheduler *stats.Scheduler
-	// Auth checks admins' Basic credentials, throttled: routes mounted
-	// outside httpapi.Mount use httpapi.BasicAuth(n.Auth). Device routes use
+	// Auth checks admins' Basic credentials, throttled, and Sessions the
+	// admin console's session tokens: routes mounted outside httpapi.Mount
+	// use httpapi.AdminAuth(n.Auth, n.Sessions). Device routes use
 	// httpapi.DeviceAuth(n.Queries.Sessions).
-	Auth httpapi.Authenticator
+	Auth     httpapi.Authenticator
+	Sessions *httpapi.Sessions
 	// GeneratedPassword is the superadmin password Start generated, if any.
 	GeneratedPassword string
 
@@ -400,16 +411,8 @@ func (n *Node) bootstrapAdmin(ctx context.Context, opts Options) (err error) {
 }
 
 // buildHTTP builds the HTTP engine with the node's metrics and every API.
-func (n *Node) buildHTTP(_ context.Context, opts Options) error {
+func (n *Node) buildHTTP(ctx context.Context, opts Options) (err error) {
 	registerGatewayMetrics(opts.Metrics, n.Dispatcher, n.journal)
-	engineOpts := httpapi.Options{
-		Logger: n.log, Metrics: opts.Metrics, Ready: n.ready, AccessLog: opts.AccessLog, OpsElsewhere: opts.OpsListener,
-		Applied: n.Runner.Progress(), MinPositionTimeout: opts.ReadYourWritesTimeout,
-	}
-	n.Engine = httpapi.New(engineOpts)
-	if opts.OpsListener {
-		n.Ops = httpapi.NewOps(engineOpts)
-	}
 	passwords := httpapi.NewBcryptAuthenticator(n.credentials, httpapi.BcryptOptions{
 		DummyCost: opts.BcryptCost, MaxChecks: opts.PasswordChecks, MaxCheckWait: opts.PasswordCheckWait, CacheSize: opts.PasswordCache,
 	})
@@ -421,6 +424,17 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 	deviceLogins := throttle.NewGuard(withClock(opts.DeviceLogins, opts.Clock))
 	registerLoginRefusals(opts.Metrics, map[string]*throttle.Guard{"admin": adminLogins, "device": deviceLogins})
 	n.Auth = httpapi.ThrottleLogins(passwords, adminLogins)
+	if n.Sessions, err = n.adminSessions(ctx, opts); err != nil {
+		return err
+	}
+	engineOpts := httpapi.Options{
+		Logger: n.log, Metrics: opts.Metrics, MetricsAuth: n.Auth, Ready: n.ready, AccessLog: opts.AccessLog,
+		OpsElsewhere: opts.OpsListener, Applied: n.Runner.Progress(), MinPositionTimeout: opts.ReadYourWritesTimeout,
+	}
+	n.Engine = httpapi.New(engineOpts)
+	if opts.OpsListener {
+		n.Ops = httpapi.NewOps(engineOpts)
+	}
 	cmds, qs := n.Commands, n.Queries
 	httpapi.Mount(n.Engine, httpapi.API{
 		Auth:        n.Auth,
@@ -454,8 +468,33 @@ func (n *Node) buildHTTP(_ context.Context, opts Options) error {
 		ProfilerElsewhere: opts.OpsListener,
 		Rebuilds:          n.Rebuilds,
 		Backups:           n.Backups,
+		Sessions:          n.Sessions,
 	})
-	return httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.BasicAuth(n.Auth))
+	return httpapi.MountStats(n.Engine.Group("/api/stats"), n.Stats, httpapi.AdminAuth(n.Auth, n.Sessions))
+}
+
+// sessionKeyLabel names the admin session signing key among the keys
+// derived from the name key.
+const sessionKeyLabel = "tvsm admin session tokens v1"
+
+// adminSessions returns the admin console's sessions. Their signing key is
+// derived (HKDF-SHA256) from the key store's name key, a secret every node
+// on the store already shares under the master key: tokens one node issues
+// pass on all, a copy of the store without the master key forges none, and
+// a master key rotation keeps the sessions.
+func (n *Node) adminSessions(ctx context.Context, opts Options) (*httpapi.Sessions, error) {
+	secret, err := n.Keys.NameKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key, err := hkdf.Key(sha256.New, secret, nil, sessionKeyLabel, httpapi.MinSessionKeyLen)
+	if err != nil {
+		return nil, fmt.Errorf("admin session key: %w", err)
+	}
+	return httpapi.NewSessions(httpapi.SessionOptions{
+		Key: key, Admins: n.Model.Admin, SignOuts: n.Commands.Admins,
+		Idle: opts.AdminSessionIdle, MaxAge: opts.AdminSessionMaxAge, Clock: opts.Clock,
+	})
 }
 
 // panicsCollector exports the panics recovered in background work, by

@@ -1,9 +1,15 @@
 // The console's only way to the server: the public Admin, Provider and
-// Statistics APIs, with the admin's Basic credentials on every request.
+// Statistics APIs. The admin's password is sent once, to sign in (POST
+// /api/admin/session), for a session token that every later call sends as
+// Authorization: Bearer. The token lives in this module's memory only: not
+// in sessionStorage, localStorage or a cookie, so a reload or a new tab
+// asks to sign in again.
 
 export interface Credentials { login: string; password: string }
 export interface Me { login: string; provider: number | null }
 export interface List<T> { data: T[]; total: number; start: number; limit: number }
+
+interface Session { token: string; expires_at: string; login: string; provider: number | null }
 
 // ApiError carries the API's error body: its cause is what the console shows.
 export class ApiError extends Error {
@@ -18,50 +24,79 @@ export class ApiError extends Error {
   }
 }
 
-const storageKey = 'tvsm.console.session'
-let creds: Credentials | null = null
+const sessionPath = '/api/admin/session'
+// The server sends a fresh token of the session on answers while it is used.
+const renewedHeader = 'X-TVSM-Session-Token'
+
+let token: string | null = null
+// session counts sign-ins and sign-outs, so that a renewed token arriving
+// after the session ended is not taken up.
+let session = 0
 let me: Me | null = null
 let onSignedOut: (why: string) => void = () => {}
 
-// Credentials live in the tab's sessionStorage: a reload keeps the session,
-// closing the tab ends it.
-try {
-  const saved = JSON.parse(sessionStorage.getItem(storageKey) || 'null')
-  if (saved && saved.creds && saved.me) { creds = saved.creds; me = saved.me }
-} catch { /* a damaged session is no session */ }
+// Consoles before session tokens kept the password in the tab's
+// sessionStorage: remove what one may have left.
+try { sessionStorage.removeItem('tvsm.console.session') } catch { /* storage disabled */ }
 
 export function currentAdmin(): Me | null { return me }
 export function whenSignedOut(f: (why: string) => void): void { onSignedOut = f }
 
-function authHeader(c: Credentials): string {
+function basicHeader(c: Credentials): string {
   const bytes = new TextEncoder().encode(`${c.login}:${c.password}`)
   let bin = ''
   bytes.forEach((b) => { bin += String.fromCharCode(b) })
   return 'Basic ' + btoa(bin)
 }
 
-// signIn checks the credentials by reading the admin itself, which every
-// admin may, and learns its provider scope.
+// signIn exchanges the credentials for a session token; the answer tells
+// the admin's provider scope. The password is not kept.
 export async function signIn(c: Credentials): Promise<Me> {
-  const a = await request<Me>('GET', `/api/admin/admins/${encodeURIComponent(c.login)}`, undefined, { creds: c })
-  creds = c
-  me = { login: a.login, provider: a.provider ?? null }
-  sessionStorage.setItem(storageKey, JSON.stringify({ creds, me }))
+  const s = await request<Session>('POST', sessionPath, undefined, { basic: c })
+  token = s.token
+  session++
+  me = { login: s.login, provider: s.provider ?? null }
   return me
 }
 
+// signOut ends the session: the server revokes its token (on every node),
+// and the console forgets it. why, when set, is the API's cause of a 401:
+// the token is refused already, so nothing is revoked.
 export function signOut(why = ''): void {
-  creds = null
+  const t = token
+  token = null
+  session++
   me = null
-  sessionStorage.removeItem(storageKey)
+  if (t && !why) revoke(t)
   onSignedOut(why)
 }
+
+// revoke asks the server to sign the session of t out. keepalive lets the
+// request finish while the page goes (a reload, a closed tab). Should it
+// be lost, the token still expires after 20 minutes without a request.
+function revoke(t: string): void {
+  fetch(sessionPath, {
+    method: 'DELETE', headers: { Authorization: 'Bearer ' + t }, credentials: 'omit', cache: 'no-store', keepalive: true,
+  }).catch(() => { /* the token expires by itself */ })
+}
+
+// Leaving the page ends its session: a reload signs in again anyway. A page
+// the browser brings back from its back-forward cache asks to sign in.
+window.addEventListener('pagehide', () => {
+  if (token) revoke(token)
+  token = null
+})
+window.addEventListener('pageshow', (e) => {
+  if (e.persisted && me && !token) signOut('the session ended when the page was left; sign in again')
+})
 
 export interface RequestOptions {
   signal?: AbortSignal
   // onProgress gets the bytes of the answer received so far.
   onProgress?: (bytes: number) => void
-  creds?: Credentials
+  // basic sends these credentials instead of the session's token (the
+  // sign-in only).
+  basic?: Credentials
   headers?: Record<string, string>
 }
 
@@ -73,10 +108,14 @@ export async function request<T>(method: string, path: string, body?: unknown, o
 }
 
 export async function requestText(method: string, path: string, body?: unknown, o: RequestOptions = {}): Promise<string> {
-  const c = o.creds ?? creds
-  if (!c) throw new ApiError(401, 'not signed in')
-  const headers: Record<string, string> = { Accept: 'application/json', Authorization: authHeader(c), ...o.headers }
-  if (body !== undefined) headers['Content-Type'] = 'application/json'
+  const auth = o.basic ? basicHeader(o.basic) : token ? 'Bearer ' + token : null
+  if (!auth) throw new ApiError(401, 'not signed in')
+  const sent = session
+  const headers: Record<string, string> = { Accept: 'application/json', Authorization: auth, ...o.headers }
+  // The APIs refuse a POST that does not declare JSON, a bodiless one too
+  // (the erasure, the sign-in): a page of another site cannot send it with
+  // credentials.
+  if (body !== undefined || (method !== 'GET' && method !== 'HEAD')) headers['Content-Type'] = 'application/json'
   let res: Response
   try {
     // credentials: 'omit' keeps the browser from its own Basic prompt on a
@@ -89,6 +128,8 @@ export async function requestText(method: string, path: string, body?: unknown, 
     if ((e as Error).name === 'AbortError') throw e
     throw new ApiError(0, 'the server cannot be reached: ' + (e as Error).message)
   }
+  const renewed = res.headers.get(renewedHeader)
+  if (renewed && !o.basic && sent === session && token) token = renewed
   const text = await readBody(res, o.onProgress)
   if (!res.ok) {
     let cause = `${res.status} ${res.statusText}`
@@ -100,7 +141,7 @@ export async function requestText(method: string, path: string, body?: unknown, 
       code = e.error || ''
       fields = e.fields || {}
     } catch { /* not the API's error body */ }
-    if (res.status === 401 && !o.creds) signOut(cause)
+    if (res.status === 401 && !o.basic && sent === session) signOut(cause)
     throw new ApiError(res.status, cause, code, fields)
   }
   return text
