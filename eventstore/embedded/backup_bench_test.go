@@ -38,6 +38,7 @@ func backupBenchEvents(b *testing.B) int {
 // what the node and a client on the same host do with the files: hash
 // them, copy them while hashing again), and alternately for as long
 // without one. writes-during/without is the ratio of their appends/s;
+// writes-during-checkpoint/without the same for a checkpoint alone;
 // checkpoint-ms the flush and checkpoint, backup-ms the whole backup.
 func BenchmarkBackupBesideWrites(b *testing.B) {
 	events := backupBenchEvents(b)
@@ -47,9 +48,17 @@ func BenchmarkBackupBesideWrites(b *testing.B) {
 	}
 	defer s.Close()
 	fill(b, s, events)
-	var ratios, cps, totals []float64
+	var ratios, cpRatios, cps, totals []float64
 	for i := 0; b.Loop(); i++ {
 		dir := filepath.Join(b.TempDir(), fmt.Sprint(i))
+		// The checkpoint alone (the flush and the hard links).
+		cpOnly, d := appendWhile(b, s, func() {
+			if _, err := s.Checkpoint(context.Background(), filepath.Join(dir, "alone")); err != nil {
+				b.Error(err)
+			}
+		})
+		cpWithout, _ := appendWhile(b, s, func() { time.Sleep(d) })
+		cpRatios = append(cpRatios, cpOnly/cpWithout)
 		var cp, total time.Duration
 		during, d := appendWhile(b, s, func() {
 			started := time.Now()
@@ -70,9 +79,11 @@ func BenchmarkBackupBesideWrites(b *testing.B) {
 		os.RemoveAll(dir)
 	}
 	b.ReportMetric(median(ratios), "writes-during/without")
+	b.ReportMetric(median(cpRatios), "writes-during-checkpoint/without")
 	b.ReportMetric(median(cps), "checkpoint-ms")
 	b.ReportMetric(median(totals), "backup-ms")
-	b.Logf("%d events; writes during/without %v, checkpoint ms %v, backup ms %v", events, ratios, cps, totals)
+	b.Logf("%d events; writes during/without %v (during the checkpoint alone %v), checkpoint ms %v, backup ms %v",
+		events, ratios, cpRatios, cps, totals)
 }
 
 // fill appends n events in appends of 100 from 16 writers.
