@@ -372,3 +372,32 @@ func TestBackupRefusedOnEventStoreDB(t *testing.T) {
 		t.Fatal("a backup of a node on EventStoreDB has a manifest")
 	}
 }
+
+// Bad command lines exit 2 naming what is wrong, before any request.
+func TestBackupCommandLine(t *testing.T) {
+	full := t.TempDir()
+	if err := os.WriteFile(filepath.Join(full, "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"backup"}, "--to DIR is required"},
+		{[]string{"backup", "--to", full}, "is not empty"},
+		{[]string{"backup", "--to", filepath.Join(full, "new"), "extra"}, `unexpected argument "extra"`},
+		{[]string{"backup", "verify"}, "verify what?"},
+		{[]string{"restore"}, "restore what?"},
+		{[]string{"restore", full}, "--data NEWDIR is required"},
+		{[]string{"restore", full, "--data", t.TempDir(), "again"}, `unexpected argument "again"`},
+	} {
+		code, _, stderr := runTvsm(t, c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("tvsm %v: exit %d, %q; want exit 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+	if code, stdout, _ := runTvsm(t, "help"); code != exitOK || !strings.Contains(stdout, "tvsm backup --url URL --to DIR") ||
+		!strings.Contains(stdout, "tvsm backup verify DIR") || !strings.Contains(stdout, "tvsm restore DIR --data NEWDIR") {
+		t.Errorf("tvsm help does not list the backup commands:\n%s", stdout)
+	}
+}
