@@ -128,6 +128,13 @@ func TestBackupUnderConcurrentWritersRestores(t *testing.T) {
 	dir := t.TempDir()
 	src := startBackupNode(t, filepath.Join(dir, "data"))
 	provider := src.create("/api/admin/providers", map[string]any{"name": "Backup ISP"})
+	early := src.create("/api/provider/accounts", account(provider, "early"))
+	// A stop writes the snapshots, which the backup then carries: the node
+	// started on it loads them and reads the log after them.
+	if code := src.proc.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("the node exited %d on SIGTERM; log:\n%s", code, src.proc.log)
+	}
+	src = startBackupNode(t, src.data)
 
 	const writers = 16
 	ctx, stop := context.WithCancel(context.Background())
@@ -199,10 +206,16 @@ func TestBackupUnderConcurrentWritersRestores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, snap := range backup.Snapshots {
+		if !m.Has(snap) {
+			t.Errorf("the backup carries no %s", snap)
+		}
+	}
 
 	dst := startBackupNode(t, restored)
 	got := dst.accounts(provider)
 	final := src.accounts(provider)
+	before["early"] = early
 	for login, id := range before {
 		if ids := got[login]; len(ids) != 1 || ids[0] != id {
 			t.Errorf("account %s (id %d), acknowledged before the backup, restored as %v", login, id, ids)
