@@ -81,10 +81,14 @@ type BroadcastResult struct {
 	// Server memory, read from its /metrics with the devices known but
 	// none connected and again with every device connected and idle
 	// (their second connection), each time after a garbage collection: the
-	// resident set, and the Go memory in use (heap spans and goroutine
-	// stacks; kernel socket buffers are in neither).
+	// resident set; the free heap spans the Go runtime keeps (resident,
+	// but in use by nothing: the runtime keeps up to a heap's worth of them
+	// after a collection, so new connections fill them before the
+	// resident set grows); and the Go memory in use (heap spans and
+	// goroutine stacks). Kernel socket buffers are in none.
 	// Summed over the nodes.
 	RSSBefore, RSSAfter   float64
+	KeptBefore, KeptAfter float64
 	HeapBefore, HeapAfter float64
 	// PerNode is each node's share of the devices and its memory.
 	PerNode []NodeMemory
@@ -110,6 +114,7 @@ type BroadcastResult struct {
 type NodeMemory struct {
 	Connected                     int
 	RSSBefore, RSSAfter           float64
+	KeptBefore, KeptAfter         float64
 	HeapBefore, HeapAfter         float64
 	FirstRSSBefore, FirstRSSAfter float64
 }
@@ -136,6 +141,13 @@ func (r BroadcastResult) RSSPerDevice() float64 {
 	return (r.RSSAfter - r.RSSBefore) / float64(max(r.Connected, 1))
 }
 
+// UsedPerDevice is the resident memory each idle connection added, free
+// heap spans the runtime keeps left out: what the process uses, whether
+// the connections took new pages or filled kept ones.
+func (r BroadcastResult) UsedPerDevice() float64 {
+	return ((r.RSSAfter - r.KeptAfter) - (r.RSSBefore - r.KeptBefore)) / float64(max(r.Connected, 1))
+}
+
 // HeapPerDevice is the Go memory (heap and stacks) each idle connection
 // added.
 func (r BroadcastResult) HeapPerDevice() float64 {
@@ -159,12 +171,12 @@ func (r BroadcastResult) String() string {
 	s := fmt.Sprintf("devices %d in %d client processes on %d node(s): accounts created in %v, first connected in %v, %d connected again in %v\n"+
 		"user_message to the provider: first device after %v, all %d devices after %v (%.0f messages/s)\n"+
 		"CPU per delivered message: server %.1f µs, clients %.1f µs\n"+
-		"server memory per idle connected device: %.1f KB resident, %.1f KB Go heap and stacks",
+		"server memory per idle connected device: %.1f KB resident (%.1f KB without the free heap kept), %.1f KB Go heap and stacks",
 		r.Devices, r.Procs, r.Nodes, r.Setup.Round(time.Millisecond), r.FirstConnectTook.Round(time.Millisecond),
 		r.Connected, r.ConnectTook.Round(time.Millisecond),
 		r.FirstDelivery.Round(time.Microsecond), r.Delivered, r.AllDelivered.Round(time.Microsecond), r.MessagesPerSecond,
 		micros(r.ServerCPUPerMessage()), micros(r.ClientCPUPerMessage()),
-		r.RSSPerDevice()/1024, r.HeapPerDevice()/1024)
+		r.RSSPerDevice()/1024, r.UsedPerDevice()/1024, r.HeapPerDevice()/1024)
 	s += "\n" + r.CPU.String()
 	if len(r.PerNode) > 1 {
 		s += fmt.Sprintf("\ndelivery claims lost to another node: %d; delivery rounds given up: %d", r.ClaimConflicts, r.ClaimFailures)
@@ -275,10 +287,11 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	}
 	for i := range res.PerNode {
 		res.PerNode[i] = NodeMemory{Connected: after[i].connections,
-			RSSBefore: before[i].rss, RSSAfter: after[i].rss, HeapBefore: before[i].heap, HeapAfter: after[i].heap,
-			FirstRSSBefore: first0[i].rss, FirstRSSAfter: first1[i].rss}
+			RSSBefore: before[i].rss, RSSAfter: after[i].rss, KeptBefore: before[i].kept, KeptAfter: after[i].kept,
+			HeapBefore: before[i].heap, HeapAfter: after[i].heap, FirstRSSBefore: first0[i].rss, FirstRSSAfter: first1[i].rss}
 		res.Connected += after[i].connections
 		res.RSSBefore, res.RSSAfter = res.RSSBefore+before[i].rss, res.RSSAfter+after[i].rss
+		res.KeptBefore, res.KeptAfter = res.KeptBefore+before[i].kept, res.KeptAfter+after[i].kept
 		res.HeapBefore, res.HeapAfter = res.HeapBefore+before[i].heap, res.HeapAfter+after[i].heap
 	}
 
@@ -457,7 +470,7 @@ func (c *cluster) createAccounts(ctx context.Context, provider, tariff int64, n 
 
 // nodeMemory is one reading of a node's memory and connections.
 type nodeMemory struct {
-	rss, heap   float64
+	memoryReading
 	connections int
 }
 
@@ -465,7 +478,7 @@ type nodeMemory struct {
 func (c *cluster) measure(ctx context.Context) ([]nodeMemory, error) {
 	out := make([]nodeMemory, len(c.nodes))
 	for i, n := range c.nodes {
-		rss, heap, err := n.memory(ctx)
+		mem, err := n.memory(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -473,7 +486,7 @@ func (c *cluster) measure(ctx context.Context) ([]nodeMemory, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = nodeMemory{rss: rss, heap: heap, connections: int(m[ConnectionsMetric])}
+		out[i] = nodeMemory{memoryReading: mem, connections: int(m[ConnectionsMetric])}
 	}
 	return out, nil
 }
@@ -790,18 +803,33 @@ func scrapeMetrics(ctx context.Context, client *http.Client, base string, names 
 	return out, sc.Err()
 }
 
-// memory returns the server's resident set and the Go memory in use (heap
-// spans and goroutine stacks) in bytes, after a garbage collection (asked
-// for through the profiler), so that garbage of the logins is not counted.
-func (s *server) memory(ctx context.Context) (rss, goMem float64, err error) {
+// memory reads the server's memory after a garbage collection (asked for
+// through the profiler), so that garbage of the logins is not counted.
+func (s *server) memory(ctx context.Context) (memoryReading, error) {
 	if err := s.admin(ctx, http.MethodGet, "/api/admin/debug/pprof/heap?gc=1", nil, nil); err != nil {
-		return 0, 0, err
+		return memoryReading{}, err
 	}
-	m, err := s.metrics(ctx, "process_resident_memory_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes")
+	return readMemory(ctx, s.http, s.url)
+}
+
+// memoryReading is one reading of a Go server's memory, in bytes.
+type memoryReading struct {
+	rss  float64 // the resident set
+	kept float64 // free heap spans the runtime keeps rather than return them
+	heap float64 // heap spans and goroutine stacks in use
+}
+
+// readMemory reads a Go server's memory from the Go and process
+// collectors of its Prometheus metrics at base/metrics.
+func readMemory(ctx context.Context, client *http.Client, base string) (memoryReading, error) {
+	m, err := scrapeMetrics(ctx, client, base, "process_resident_memory_bytes", "go_memstats_heap_inuse_bytes",
+		"go_memstats_stack_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes")
 	if err != nil {
-		return 0, 0, err
+		return memoryReading{}, err
 	}
-	return m["process_resident_memory_bytes"], m["go_memstats_heap_inuse_bytes"] + m["go_memstats_stack_inuse_bytes"], nil
+	return memoryReading{rss: m["process_resident_memory_bytes"],
+		kept: m["go_memstats_heap_idle_bytes"] - m["go_memstats_heap_released_bytes"],
+		heap: m["go_memstats_heap_inuse_bytes"] + m["go_memstats_stack_inuse_bytes"]}, nil
 }
 
 // ConnectionsMetric is the gauge of connected devices the node exports.

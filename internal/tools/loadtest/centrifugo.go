@@ -201,18 +201,13 @@ func (c *centrifugo) waitSubscribed(ctx context.Context, n int, log io.Writer) e
 	}
 }
 
-// memory returns Centrifugo's resident set and Go memory in use (heap
-// spans and goroutine stacks) in bytes after a garbage collection, as the
+// memory reads Centrifugo's memory after a garbage collection, as a
 // node's is read.
-func (c *centrifugo) memory(ctx context.Context) (rss, goMem float64, err error) {
+func (c *centrifugo) memory(ctx context.Context) (memoryReading, error) {
 	if err := c.get(ctx, "/debug/pprof/heap?gc=1", io.Discard); err != nil {
-		return 0, 0, err
+		return memoryReading{}, err
 	}
-	m, err := scrapeMetrics(ctx, c.http, c.url, "process_resident_memory_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes")
-	if err != nil {
-		return 0, 0, err
-	}
-	return m["process_resident_memory_bytes"], m["go_memstats_heap_inuse_bytes"] + m["go_memstats_stack_inuse_bytes"], nil
+	return readMemory(ctx, c.http, c.url)
 }
 
 // get copies the answer of GET path into w.
@@ -301,8 +296,8 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 		schedule.Sleep(ctx, o.Settle)
 		return cl, nil
 	}
-	var first0, first1, before, after nodeMemory
-	if first0.rss, first0.heap, err = c.memory(ctx); err != nil {
+	var first0, first1, before, after memoryReading
+	if first0, err = c.memory(ctx); err != nil {
 		return res, err
 	}
 	started := time.Now()
@@ -311,7 +306,7 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 		return res, err
 	}
 	res.FirstConnectTook = time.Since(started)
-	first1.rss, first1.heap, err = c.memory(ctx)
+	first1, err = c.memory(ctx)
 	warmup.stop()
 	if err != nil {
 		return res, err
@@ -327,7 +322,7 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 		}
 	}
 	schedule.Sleep(ctx, o.Settle)
-	if before.rss, before.heap, err = c.memory(ctx); err != nil {
+	if before, err = c.memory(ctx); err != nil {
 		return res, err
 	}
 	started = time.Now()
@@ -337,15 +332,16 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 	}
 	defer clients.stop()
 	res.ConnectTook = time.Since(started)
-	if after.rss, after.heap, err = c.memory(ctx); err != nil {
+	if after, err = c.memory(ctx); err != nil {
 		return res, err
 	}
 	if res.Connected, err = c.subscribers(ctx); err != nil {
 		return res, err
 	}
-	res.PerNode[0] = NodeMemory{Connected: res.Connected, RSSBefore: before.rss, RSSAfter: after.rss,
-		HeapBefore: before.heap, HeapAfter: after.heap, FirstRSSBefore: first0.rss, FirstRSSAfter: first1.rss}
-	res.RSSBefore, res.RSSAfter, res.HeapBefore, res.HeapAfter = before.rss, after.rss, before.heap, after.heap
+	res.PerNode[0] = NodeMemory{Connected: res.Connected, RSSBefore: before.rss, RSSAfter: after.rss, KeptBefore: before.kept,
+		KeptAfter: after.kept, HeapBefore: before.heap, HeapAfter: after.heap, FirstRSSBefore: first0.rss, FirstRSSAfter: first1.rss}
+	res.RSSBefore, res.RSSAfter, res.KeptBefore, res.KeptAfter = before.rss, after.rss, before.kept, after.kept
+	res.HeapBefore, res.HeapAfter = before.heap, after.heap
 
 	profile := c.profile(ctx, o.ProfileDir, o.ProfileSeconds, o.Log)
 	fmt.Fprintf(o.Log, "%d clients subscribed; publishing\n", res.Connected)

@@ -114,31 +114,36 @@ func loadAverage() string {
 // runLine sums up one run on a line.
 func runLine(r BroadcastResult) string {
 	return fmt.Sprintf("%d/%d delivered, first after %v, last after %v; CPU per message: server %.1f µs, clients %.1f µs; "+
-		"per connection %.1f KB resident, %.1f KB Go heap and stacks",
+		"per connection %.1f KB resident (%.1f KB without the free heap kept), %.1f KB Go heap and stacks; %v",
 		r.Delivered, r.Devices, r.FirstDelivery.Round(time.Microsecond), r.AllDelivered.Round(time.Microsecond),
-		micros(r.ServerCPUPerMessage()), micros(r.ClientCPUPerMessage()), r.RSSPerDevice()/1024, r.HeapPerDevice()/1024)
+		micros(r.ServerCPUPerMessage()), micros(r.ClientCPUPerMessage()), r.RSSPerDevice()/1024, r.UsedPerDevice()/1024,
+		r.HeapPerDevice()/1024, r.CPU)
 }
 
 // figure is one line of the comparison.
 type figure struct {
 	name  string
 	value func(BroadcastResult) float64
+	// context marks a figure that describes the run rather than the
+	// server: it has no ratio.
+	context bool
 }
 
 // figures are the lines of the comparison, each a value of one run.
 var figures = []figure{
-	{"time to the first device, ms", func(r BroadcastResult) float64 { return millis(r.FirstDelivery) }},
-	{"time to the last device, ms", func(r BroadcastResult) float64 { return millis(r.AllDelivered) }},
-	{"server CPU per delivered message, µs", func(r BroadcastResult) float64 { return micros(r.ServerCPUPerMessage()) }},
-	{"client CPU per delivered message, µs", func(r BroadcastResult) float64 { return micros(r.ClientCPUPerMessage()) }},
-	{"server resident memory per connection, KB", func(r BroadcastResult) float64 { return r.RSSPerDevice() / 1024 }},
-	{"server Go heap and stacks per connection, KB", func(r BroadcastResult) float64 { return r.HeapPerDevice() / 1024 }},
-	{"machine busy during the broadcast, %", func(r BroadcastResult) float64 {
+	{name: "time to the first device, ms", value: func(r BroadcastResult) float64 { return millis(r.FirstDelivery) }},
+	{name: "time to the last device, ms", value: func(r BroadcastResult) float64 { return millis(r.AllDelivered) }},
+	{name: "server CPU per delivered message, µs", value: func(r BroadcastResult) float64 { return micros(r.ServerCPUPerMessage()) }},
+	{name: "client CPU per delivered message, µs", value: func(r BroadcastResult) float64 { return micros(r.ClientCPUPerMessage()) }},
+	{name: "server memory per connection, KB: resident", value: func(r BroadcastResult) float64 { return r.RSSPerDevice() / 1024 }},
+	{name: "  resident, without the free heap kept", value: func(r BroadcastResult) float64 { return r.UsedPerDevice() / 1024 }},
+	{name: "  Go heap and stacks in use", value: func(r BroadcastResult) float64 { return r.HeapPerDevice() / 1024 }},
+	{name: "machine busy during the broadcast (other work included), %", value: func(r BroadcastResult) float64 {
 		if r.CPU.available() <= 0 {
 			return 0
 		}
 		return 100 * float64(r.CPU.Machine) / float64(r.CPU.available())
-	}},
+	}, context: true},
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -196,12 +201,19 @@ func (c Comparison) String() string {
 		for i := range c.Centrifugo {
 			z = append(z, f.value(c.Centrifugo[i]))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", f.name, spreadOf(t).format(1), spreadOf(z).format(1), spreadOf(c.ratios(f)).format(2))
+		ratio := "—"
+		if !f.context {
+			ratio = spreadOf(c.ratios(f)).format(2)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", f.name, spreadOf(t).format(1), spreadOf(z).format(1), ratio)
 	}
 	_ = w.Flush()
 	b.WriteString("\ntvsm ÷ Centrifugo, pair by pair:\n")
 	w = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, f := range figures {
+		if f.context {
+			continue
+		}
 		parts := make([]string, 0, len(c.Tvsm))
 		for _, r := range c.ratios(f) {
 			parts = append(parts, fmt.Sprintf("%.2f", r))
