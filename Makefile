@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # Extra arguments for `make run`, e.g. make run ARGS='--http :9090 --log-level debug'.
 ARGS     ?=
 
-.PHONY: all run build test esdb-client-tests faults restore-drill compat bench bench-writes bench-broadcast lint fuzz clean console console-check screenshots
+.PHONY: all run build test esdb-client-tests faults restore-drill compat bench bench-writes bench-broadcast bench-vs-centrifugo lint fuzz clean console console-check screenshots
 
 all: lint build test
 
@@ -86,12 +86,31 @@ CONNECT_RATE ?= 0
 bench-broadcast: build
 	./bin/tvsm bench broadcast --devices $(DEVICES) --procs $(PROCS) --nodes $(NODES) --connect-rate $(CONNECT_RATE) --timeout 60m
 
+# The Centrifugo release bench-vs-centrifugo compares with, built from its
+# source through the Go module proxy into CENTRIFUGO_BIN, outside the
+# repository (once per version); CENTRIFUGO_BIN=PATH runs a binary of your
+# own instead. PAIRS: interleaved pairs of runs (tvsm, then Centrifugo).
+CENTRIFUGO_VERSION ?= v6.9.1
+CENTRIFUGO_BIN     ?= $(abspath $(shell $(GO) env GOCACHE)/../tvsm-bench/centrifugo-$(CENTRIFUGO_VERSION)/centrifugo)
+PAIRS              ?= 3
+
+## bench-vs-centrifugo: the broadcast to DEVICES devices in PROCS client processes on one tvsm node and on Centrifugo, PAIRS interleaved pairs; time, CPU per message (server and clients) and memory per connection, each side and the ratios
+# (-X stamps the version, as Centrifugo's releases do.)
+bench-vs-centrifugo: build
+	@test -x "$(CENTRIFUGO_BIN)" || { \
+		echo "building Centrifugo $(CENTRIFUGO_VERSION) into $(CENTRIFUGO_BIN) (a few minutes, once)"; \
+		GOBIN="$(dir $(CENTRIFUGO_BIN))" $(GO) install -trimpath \
+			-ldflags '-X github.com/centrifugal/centrifugo/v6/internal/build.Version=$(CENTRIFUGO_VERSION:v%=%)' \
+			github.com/centrifugal/centrifugo/v6@$(CENTRIFUGO_VERSION); }
+	./bin/tvsm bench vs-centrifugo --centrifugo "$(CENTRIFUGO_BIN)" --devices $(DEVICES) --procs $(PROCS) --pairs $(PAIRS) --connect-rate $(CONNECT_RATE)
+
 ## lint: fail on unformatted files, then go vet
 lint:
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags tvipcompat ./internal/testkit/tvipcompat/
+	$(GO) vet -tags centrifugo ./internal/tools/loadtest/
 
 ## fuzz: run each fuzz target for FUZZTIME (go test -fuzz takes one target at a time)
 fuzz:

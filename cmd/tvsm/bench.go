@@ -11,7 +11,7 @@ import (
 	"tvsm/internal/tools/loadtest"
 )
 
-const benchUsage = `Usage: tvsm bench broadcast|import [flags]
+const benchUsage = `Usage: tvsm bench broadcast|vs-centrifugo|import [flags]
 
 broadcast:
 
@@ -19,11 +19,24 @@ Starts a node (tvsm serve) on a free loopback port with a fresh data
 directory, connects virtual devices from several tvsm simulate processes
 (one 127.0.0.x source address each), sends one user_message to the
 provider and reports the time until every device has it, messages per
-second and the server memory per idle connected device.
+second, the CPU per delivered message of the node and of the client
+processes (from the send until every client has reported), and the server
+memory per idle connected device.
 
 With --nodes N > 1 it starts the EventStoreDB protocol double and N nodes
 on it, creates the accounts through all of them, and connects client
 process i to node i mod N.
+
+vs-centrifugo:
+
+Runs the broadcast on one node --pairs times, each time followed by the
+same run against Centrifugo (--centrifugo, an executable; make
+bench-vs-centrifugo builds a pinned release): the same client processes,
+in their Centrifugo mode, subscribe to one channel and one publication goes
+there through Centrifugo's HTTP API. Every run starts fresh processes.
+Reports, for each side and for the ratios tvsm / Centrifugo, min / median
+/ max of the time to the first and the last device, the server's and the
+clients' CPU per delivered message, and the server memory per connection.
 
 import:
 Starts a source node holding --accounts accounts, each with a subscription
@@ -40,9 +53,12 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 && args[0] == "import" {
 		return benchImport(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "vs-centrifugo" {
+		return benchVsCentrifugo(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "broadcast" {
 		fmt.Fprint(stderr, benchUsage)
-		return &configError{fmt.Errorf("the scenario must be broadcast or import")}
+		return &configError{fmt.Errorf("the scenario must be broadcast, vs-centrifugo or import")}
 	}
 	o := loadtest.BroadcastOptions{Log: stderr}
 	fs := flag.NewFlagSet("bench broadcast", flag.ContinueOnError)
@@ -53,6 +69,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.Nodes, "nodes", 1, "nodes serving the devices (more than one: on the EventStoreDB protocol double)")
 	fs.IntVar(&o.ConnectRate, "connect-rate", 0, "devices a second starting to connect, over all client processes (0: 2,000 per process)")
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save a CPU profile of every node during the broadcast in")
+	fs.BoolVar(&o.FreshNodes, "fresh-nodes", false, "start the nodes again before the devices' second connection, so that memory per connection is read on fresh processes")
 	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "bound of the whole run")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -100,5 +117,40 @@ func benchImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	fmt.Fprint(stdout, res)
+	return nil
+}
+
+// benchVsCentrifugo runs `tvsm bench vs-centrifugo`.
+func benchVsCentrifugo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o := loadtest.CompareOptions{Log: stderr}
+	fs := flag.NewFlagSet("bench vs-centrifugo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
+	fs.StringVar(&o.Centrifugo, "centrifugo", "", "Centrifugo `executable` (make bench-vs-centrifugo builds one)")
+	fs.IntVar(&o.Devices, "devices", 10000, "virtual devices")
+	fs.IntVar(&o.Procs, "procs", 4, "client processes")
+	fs.IntVar(&o.Pairs, "pairs", 3, "pairs of runs (tvsm, then Centrifugo)")
+	fs.IntVar(&o.ConnectRate, "connect-rate", 0, "devices a second starting to connect, over all client processes (0: 2,000 per process)")
+	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save CPU profiles of both servers during each broadcast in")
+	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "bound of each run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.Centrifugo == "" {
+		return &configError{fmt.Errorf("--centrifugo is required")}
+	}
+	if o.Devices <= 0 || o.Procs <= 0 || o.Pairs <= 0 {
+		return &configError{fmt.Errorf("--devices, --procs and --pairs must be positive")}
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.Binary = bin
+	res, err := loadtest.Compare(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, res)
 	return nil
 }

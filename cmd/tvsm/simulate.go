@@ -25,6 +25,10 @@ node's answer.
 
 On a fresh node: tvsm simulate -admin admin:PASSWORD -create -devices 100
 
+With -centrifugo-channel the devices are clients of a Centrifugo server at
+-url instead (for tvsm bench vs-centrifugo): each connects without a token,
+subscribes to the channel and counts its publications; no login, no acks.
+
 Flags:
 `
 
@@ -49,6 +53,8 @@ func simulateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&o.ViewEvery, "view-every", time.Minute, "period of viewing reports (0: none)")
 	fs.IntVar(&o.ConnectRate, "connect-rate", 500, "logins per second")
 	fs.IntVar(&o.StopAfterCommands, "stop-after-commands", 0, "exit once every device received `n` commands (0: run until interrupted)")
+	fs.BoolVar(&o.Hold, "hold", false, "with -stop-after-commands: report (with -json) once every device received them, and keep the devices connected until interrupted")
+	fs.StringVar(&o.CentrifugoChannel, "centrifugo-channel", "", "be clients of a Centrifugo server at -url subscribed to this `channel`, rather than devices of a tvsm node")
 	fs.StringVar(&admin, "admin", "", "`login:password` of an admin: create missing accounts first")
 	fs.Int64Var(&o.Tariff, "tariff", 0, "with -admin: subscribe created accounts to this tariff `id`")
 	fs.BoolVar(&o.CreateCatalog, "create", false, "with -admin (a superadmin): first make sure a provider, a channel and a tariff named Simulation exist, and use them (a fresh node needs nothing else)")
@@ -72,12 +78,30 @@ func simulateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return &configError{err}
 	}
 	stopProgress := progressLine(sim, progressEvery, stderr)
+	reported := make(chan bool, 1)
+	go func() {
+		// Holding, the figures are reported when every device has its
+		// commands; otherwise, or when interrupted before, at the end.
+		if !o.Hold {
+			reported <- false
+			return
+		}
+		select {
+		case <-sim.Done():
+			if asJSON {
+				_ = json.NewEncoder(stdout).Encode(sim.Result())
+			}
+			reported <- true
+		case <-ctx.Done():
+			reported <- false
+		}
+	}()
 	res, err := sim.Run(ctx)
 	stopProgress()
 	if errors.Is(err, context.Canceled) {
 		err = nil // interrupted: a normal end
 	}
-	if asJSON {
+	if asJSON && !<-reported {
 		_ = json.NewEncoder(stdout).Encode(res)
 	}
 	if err == nil && res.Errors > 0 {

@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"tvsm/eventstore/sealed"
@@ -60,6 +59,16 @@ type BroadcastOptions struct {
 	Timeout time.Duration
 	// Log receives progress lines (default io.Discard).
 	Log io.Writer
+	// FreshNodes starts every node again (on its data) once the devices
+	// have logged in, connected and hung up, so that their second
+	// connection is measured on fresh processes: on a process that has
+	// held them, the pages their first connections freed are reused and
+	// the resident set hardly grows.
+	FreshNodes bool
+	// Centrifugo, when set, is a Centrifugo executable: the scenario then
+	// runs against it (one node) instead of tvsm, the same client
+	// processes subscribing to one channel, the message published there.
+	Centrifugo string
 }
 
 // BroadcastResult is what the scenario measured.
@@ -72,10 +81,14 @@ type BroadcastResult struct {
 	// Server memory, read from its /metrics with the devices known but
 	// none connected and again with every device connected and idle
 	// (their second connection), each time after a garbage collection: the
-	// resident set, and the Go memory in use (heap spans and goroutine
-	// stacks; kernel socket buffers are in neither).
+	// resident set; the free heap spans the Go runtime keeps (resident,
+	// but in use by nothing: the runtime keeps up to a heap's worth of them
+	// after a collection, so new connections fill them before the
+	// resident set grows); and the Go memory in use (heap spans and
+	// goroutine stacks). Kernel socket buffers are in none.
 	// Summed over the nodes.
 	RSSBefore, RSSAfter   float64
+	KeptBefore, KeptAfter float64
 	HeapBefore, HeapAfter float64
 	// PerNode is each node's share of the devices and its memory.
 	PerNode []NodeMemory
@@ -101,6 +114,7 @@ type BroadcastResult struct {
 type NodeMemory struct {
 	Connected                     int
 	RSSBefore, RSSAfter           float64
+	KeptBefore, KeptAfter         float64
 	HeapBefore, HeapAfter         float64
 	FirstRSSBefore, FirstRSSAfter float64
 }
@@ -127,24 +141,45 @@ func (r BroadcastResult) RSSPerDevice() float64 {
 	return (r.RSSAfter - r.RSSBefore) / float64(max(r.Connected, 1))
 }
 
+// UsedPerDevice is the resident memory each idle connection added, free
+// heap spans the runtime keeps left out: what the process uses, whether
+// the connections took new pages or filled kept ones.
+func (r BroadcastResult) UsedPerDevice() float64 {
+	return ((r.RSSAfter - r.KeptAfter) - (r.RSSBefore - r.KeptBefore)) / float64(max(r.Connected, 1))
+}
+
 // HeapPerDevice is the Go memory (heap and stacks) each idle connection
 // added.
 func (r BroadcastResult) HeapPerDevice() float64 {
 	return (r.HeapAfter - r.HeapBefore) / float64(max(r.Connected, 1))
 }
 
+// ServerCPUPerMessage is the processor time of the nodes (with the
+// double's) per delivered message.
+func (r BroadcastResult) ServerCPUPerMessage() time.Duration {
+	return (r.CPU.Nodes + r.CPU.Double) / time.Duration(max(r.Delivered, 1))
+}
+
+// ClientCPUPerMessage is the processor time of the client processes per
+// delivered message.
+func (r BroadcastResult) ClientCPUPerMessage() time.Duration {
+	return r.CPU.Clients / time.Duration(max(r.Delivered, 1))
+}
+
 // String reports r in a few lines.
 func (r BroadcastResult) String() string {
 	s := fmt.Sprintf("devices %d in %d client processes on %d node(s): accounts created in %v, first connected in %v, %d connected again in %v\n"+
 		"user_message to the provider: first device after %v, all %d devices after %v (%.0f messages/s)\n"+
-		"server memory per idle connected device: %.1f KB resident, %.1f KB Go heap and stacks",
+		"CPU per delivered message: server %.1f µs, clients %.1f µs\n"+
+		"server memory per idle connected device: %.1f KB resident (%.1f KB without the free heap kept), %.1f KB Go heap and stacks",
 		r.Devices, r.Procs, r.Nodes, r.Setup.Round(time.Millisecond), r.FirstConnectTook.Round(time.Millisecond),
 		r.Connected, r.ConnectTook.Round(time.Millisecond),
 		r.FirstDelivery.Round(time.Microsecond), r.Delivered, r.AllDelivered.Round(time.Microsecond), r.MessagesPerSecond,
-		r.RSSPerDevice()/1024, r.HeapPerDevice()/1024)
+		micros(r.ServerCPUPerMessage()), micros(r.ClientCPUPerMessage()),
+		r.RSSPerDevice()/1024, r.UsedPerDevice()/1024, r.HeapPerDevice()/1024)
+	s += "\n" + r.CPU.String()
 	if len(r.PerNode) > 1 {
 		s += fmt.Sprintf("\ndelivery claims lost to another node: %d; delivery rounds given up: %d", r.ClaimConflicts, r.ClaimFailures)
-		s += "\n" + r.CPU.String()
 		for i, n := range r.PerNode {
 			if i < len(r.NodeDelivered) {
 				s += fmt.Sprintf("\n  node %d: its devices all had the message after %v", i, r.NodeDelivered[i].Round(time.Millisecond))
@@ -156,6 +191,9 @@ func (r BroadcastResult) String() string {
 	}
 	return s
 }
+
+// micros is d in microseconds.
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 const benchPassword = "bench-admin-password"
 
@@ -179,6 +217,9 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+	if o.Centrifugo != "" {
+		return broadcastCentrifugo(ctx, o)
+	}
 	c, err := startCluster(ctx, o)
 	if err != nil {
 		return BroadcastResult{}, err
@@ -220,6 +261,14 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	if err := c.waitConnected(ctx, 0, o.Log); err != nil {
 		return res, err
 	}
+	if o.FreshNodes {
+		fmt.Fprintf(o.Log, "starting %d node(s) again\n", o.Nodes)
+		for _, n := range c.nodes {
+			if err := n.restart(ctx); err != nil {
+				return res, err
+			}
+		}
+	}
 	schedule.Sleep(ctx, o.Settle) // let the disconnections' garbage settle
 	before, err := c.measure(ctx)
 	if err != nil {
@@ -238,25 +287,28 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	}
 	for i := range res.PerNode {
 		res.PerNode[i] = NodeMemory{Connected: after[i].connections,
-			RSSBefore: before[i].rss, RSSAfter: after[i].rss, HeapBefore: before[i].heap, HeapAfter: after[i].heap,
-			FirstRSSBefore: first0[i].rss, FirstRSSAfter: first1[i].rss}
+			RSSBefore: before[i].rss, RSSAfter: after[i].rss, KeptBefore: before[i].kept, KeptAfter: after[i].kept,
+			HeapBefore: before[i].heap, HeapAfter: after[i].heap, FirstRSSBefore: first0[i].rss, FirstRSSAfter: first1[i].rss}
 		res.Connected += after[i].connections
 		res.RSSBefore, res.RSSAfter = res.RSSBefore+before[i].rss, res.RSSAfter+after[i].rss
+		res.KeptBefore, res.KeptAfter = res.KeptBefore+before[i].kept, res.KeptAfter+after[i].kept
 		res.HeapBefore, res.HeapAfter = res.HeapBefore+before[i].heap, res.HeapAfter+after[i].heap
 	}
 
 	profiles := c.profile(ctx, o.ProfileDir, o.ProfileSeconds, o.Log)
 	fmt.Fprintf(o.Log, "%d devices connected; sending the message\n", res.Connected)
-	cpuBefore := c.sampleCPU(clients, false)
+	cpuBefore := c.sampleCPU(clients)
 	sent := time.Now()
 	if err := first.sendMessage(ctx, provider); err != nil {
 		return res, err
 	}
-	results, err := clients.wait()
+	// The clients report when every device of theirs has the message,
+	// and hold their connections: CPU is read before the hang-ups.
+	results, err := clients.reports(ctx)
 	if err != nil {
 		return res, err
 	}
-	res.CPU = c.sampleCPU(clients, true).since(cpuBefore)
+	res.CPU = c.sampleCPU(clients).since(cpuBefore)
 	if err := profiles(); err != nil {
 		return res, err
 	}
@@ -274,20 +326,13 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 			res.NodeDelivered[i%o.Nodes] = d
 		}
 	}
-	var firstAt, last time.Time
 	for _, r := range results {
 		res.Delivered += r.Received
-		if !r.FirstReceived.IsZero() && (firstAt.IsZero() || r.FirstReceived.Before(firstAt)) {
-			firstAt = r.FirstReceived
-		}
-		if r.LastReceived.After(last) {
-			last = r.LastReceived
-		}
 	}
 	if res.Delivered == 0 {
 		return res, errors.New("loadtest: no device received the message")
 	}
-	res.FirstDelivery, res.AllDelivered = firstAt.Sub(sent), last.Sub(sent)
+	res.FirstDelivery, res.AllDelivered = deliveries(results, sent)
 	res.MessagesPerSecond = float64(res.Delivered) / res.AllDelivered.Seconds()
 	return res, nil
 }
@@ -344,12 +389,15 @@ func startCluster(ctx context.Context, o BroadcastOptions) (*cluster, error) {
 			// Thousands of devices come from each of a few loopback
 			// addresses, past the per-address caps made for the internet.
 			"--max-connections-per-address", "0", "--max-websockets-per-address", "0"}, store...)
-		p, err := startProcess(o.Binary, o.Log, []string{"TVSM_ADMIN_LOGIN=admin", "TVSM_ADMIN_PASSWORD=" + benchPassword}, args...)
+		start := func() (*process, error) {
+			return startProcess(o.Binary, o.Log, []string{"TVSM_ADMIN_LOGIN=admin", "TVSM_ADMIN_PASSWORD=" + benchPassword}, args...)
+		}
+		p, err := start()
 		if err != nil {
 			c.stop()
 			return nil, err
 		}
-		c.nodes = append(c.nodes, &server{process: p, url: "http://" + addr, http: &http.Client{Timeout: 30 * time.Second}})
+		c.nodes = append(c.nodes, &server{process: p, start: start, url: "http://" + addr, http: &http.Client{Timeout: 30 * time.Second}})
 	}
 	for _, n := range c.nodes {
 		if err := n.waitReady(ctx); err != nil {
@@ -422,7 +470,7 @@ func (c *cluster) createAccounts(ctx context.Context, provider, tariff int64, n 
 
 // nodeMemory is one reading of a node's memory and connections.
 type nodeMemory struct {
-	rss, heap   float64
+	memoryReading
 	connections int
 }
 
@@ -430,7 +478,7 @@ type nodeMemory struct {
 func (c *cluster) measure(ctx context.Context) ([]nodeMemory, error) {
 	out := make([]nodeMemory, len(c.nodes))
 	for i, n := range c.nodes {
-		rss, heap, err := n.memory(ctx)
+		mem, err := n.memory(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -438,15 +486,20 @@ func (c *cluster) measure(ctx context.Context) ([]nodeMemory, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = nodeMemory{rss: rss, heap: heap, connections: int(m[ConnectionsMetric])}
+		out[i] = nodeMemory{memoryReading: mem, connections: int(m[ConnectionsMetric])}
 	}
 	return out, nil
 }
 
-// connectAll starts the client processes, waits until every device is
-// connected, and lets the logins' garbage and buffers settle.
+// connectAll starts the client processes (process i on node i mod the
+// nodes), waits until every device is connected, and lets the logins'
+// garbage and buffers settle.
 func (c *cluster) connectAll(ctx context.Context, o BroadcastOptions, provider int64) (*clients, error) {
-	cl, err := startClients(ctx, o, c.urls(), provider)
+	urls := c.urls()
+	cl, err := startClients(ctx, clientPlan{binary: o.Binary, devices: o.Devices, procs: o.Procs, connectRate: o.ConnectRate, log: o.Log,
+		args: func(i int) []string {
+			return []string{"--url", urls[i%len(urls)], "--provider", strconv.FormatInt(provider, 10), "--password", "bench"}
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -521,9 +574,15 @@ type process struct {
 // startProcess starts binary with args, env added to the environment, its
 // standard error to log.
 func startProcess(binary string, log io.Writer, env []string, args ...string) (*process, error) {
+	return startProcessOutput(binary, nil, log, env, args...)
+}
+
+// startProcessOutput starts binary with args, env added to the
+// environment, its standard output to stdout and error to stderr.
+func startProcessOutput(binary string, stdout, stderr io.Writer, env []string, args ...string) (*process, error) {
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = log
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("loadtest: start %s: %w", args[0], err)
 	}
@@ -566,8 +625,21 @@ func waitListening(ctx context.Context, addr string, p *process) error {
 // server is a node under test, a `tvsm serve` child process.
 type server struct {
 	*process
-	url  string
-	http *http.Client
+	start func() (*process, error) // starts it again, on the same data
+	url   string
+	http  *http.Client
+}
+
+// restart stops the node and starts it again on its data, a fresh
+// process, and waits until it is ready.
+func (s *server) restart(ctx context.Context) error {
+	s.stop()
+	p, err := s.start()
+	if err != nil {
+		return err
+	}
+	s.process = p
+	return s.waitReady(ctx)
 }
 
 // waitReady waits until the node answers /readyz with 200.
@@ -693,12 +765,23 @@ func (s *server) catalog(ctx context.Context) (provider, tariff int64, err error
 // metrics reads unlabelled values from the server's /metrics (served to
 // superadmins on its API listener).
 func (s *server) metrics(ctx context.Context, names ...string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/metrics", nil)
+	return scrapeMetrics(ctx, s.http, s.url, func(r *http.Request) { r.SetBasicAuth("admin", benchPassword) }, names...)
+}
+
+// scrapeMetrics reads unlabelled values from the Prometheus metrics at
+// base/metrics; auth, unless nil, adds the credentials to the request.
+func scrapeMetrics(ctx context.Context, client *http.Client, base string, auth func(*http.Request), names ...string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}
-	req.SetBasicAuth("admin", benchPassword)
-	resp, err := s.http.Do(req)
+	if client == nil {
+		client = http.DefaultClient
+	}
+	if auth != nil {
+		auth(req)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -730,18 +813,34 @@ func (s *server) metrics(ctx context.Context, names ...string) (map[string]float
 	return out, sc.Err()
 }
 
-// memory returns the server's resident set and the Go memory in use (heap
-// spans and goroutine stacks) in bytes, after a garbage collection (asked
-// for through the profiler), so that garbage of the logins is not counted.
-func (s *server) memory(ctx context.Context) (rss, goMem float64, err error) {
+// memory reads the server's memory after a garbage collection (asked for
+// through the profiler), so that garbage of the logins is not counted.
+func (s *server) memory(ctx context.Context) (memoryReading, error) {
 	if err := s.admin(ctx, http.MethodGet, "/api/admin/debug/pprof/heap?gc=1", nil, nil); err != nil {
-		return 0, 0, err
+		return memoryReading{}, err
 	}
-	m, err := s.metrics(ctx, "process_resident_memory_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes")
+	return readMemory(ctx, s.http, s.url, func(r *http.Request) { r.SetBasicAuth("admin", benchPassword) })
+}
+
+// memoryReading is one reading of a Go server's memory, in bytes.
+type memoryReading struct {
+	rss  float64 // the resident set
+	kept float64 // free heap spans the runtime keeps rather than return them
+	heap float64 // heap spans and goroutine stacks in use
+}
+
+// readMemory reads a Go server's memory from the Go and process
+// collectors of its Prometheus metrics at base/metrics (auth as
+// scrapeMetrics takes it).
+func readMemory(ctx context.Context, client *http.Client, base string, auth func(*http.Request)) (memoryReading, error) {
+	m, err := scrapeMetrics(ctx, client, base, auth, "process_resident_memory_bytes", "go_memstats_heap_inuse_bytes",
+		"go_memstats_stack_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes")
 	if err != nil {
-		return 0, 0, err
+		return memoryReading{}, err
 	}
-	return m["process_resident_memory_bytes"], m["go_memstats_heap_inuse_bytes"] + m["go_memstats_stack_inuse_bytes"], nil
+	return memoryReading{rss: m["process_resident_memory_bytes"],
+		kept: m["go_memstats_heap_idle_bytes"] - m["go_memstats_heap_released_bytes"],
+		heap: m["go_memstats_heap_inuse_bytes"] + m["go_memstats_stack_inuse_bytes"]}, nil
 }
 
 // ConnectionsMetric is the gauge of connected devices the node exports.
@@ -758,9 +857,7 @@ func (s *server) sendMessage(ctx context.Context, provider int64) error {
 	var out struct {
 		Response bool `json:"response"`
 	}
-	body := map[string]any{"ids": []int64{provider}, "commands": []map[string]any{
-		{"command": "user_message", "type": "notify", "text": "benchmark broadcast", "delay": 5},
-	}}
+	body := map[string]any{"ids": []int64{provider}, "commands": []map[string]any{benchCommand}}
 	if err := s.admin(ctx, http.MethodPost, "/api/provider/commands/send/providers?broadcast=false", body, &out); err != nil {
 		return err
 	}
@@ -768,71 +865,4 @@ func (s *server) sendMessage(ctx context.Context, provider int64) error {
 		return errors.New("loadtest: send answered response false")
 	}
 	return nil
-}
-
-// clients are the `tvsm simulate` processes.
-type clients struct {
-	cmds []*exec.Cmd
-	outs []*bytes.Buffer
-	wg   sync.WaitGroup
-	errs []error
-}
-
-// startClients starts o.Procs simulate processes, each with its share of
-// the devices and its own source address 127.0.0.(2+i), process i on node
-// i mod len(urls).
-func startClients(ctx context.Context, o BroadcastOptions, urls []string, provider int64) (*clients, error) {
-	c := &clients{errs: make([]error, o.Procs)}
-	per := (o.Devices + o.Procs - 1) / o.Procs
-	rate := 2000
-	if o.ConnectRate > 0 {
-		rate = max(1, (o.ConnectRate+o.Procs-1)/o.Procs)
-	}
-	for i := range o.Procs {
-		first, n := i*per, min(per, o.Devices-i*per)
-		if n <= 0 {
-			break
-		}
-		cmd := exec.CommandContext(ctx, o.Binary, "simulate", "--url", urls[i%len(urls)], "--provider", strconv.FormatInt(provider, 10),
-			"--devices", strconv.Itoa(n), "--first", strconv.Itoa(first), "--password", "bench",
-			"--source-ip", fmt.Sprintf("127.0.0.%d", 2+i), "--view-every", "0", "--connect-rate", strconv.Itoa(rate),
-			"--stop-after-commands", "1", "--json", "--progress", "0")
-		out := new(bytes.Buffer)
-		cmd.Stdout, cmd.Stderr = out, o.Log
-		if err := cmd.Start(); err != nil {
-			c.stop()
-			return nil, fmt.Errorf("loadtest: start client %d: %w", i, err)
-		}
-		c.cmds, c.outs = append(c.cmds, cmd), append(c.outs, out)
-		c.wg.Add(1)
-		go func() { defer c.wg.Done(); c.errs[i] = cmd.Wait() }()
-	}
-	return c, nil
-}
-
-// wait waits for every client and returns their results.
-func (c *clients) wait() ([]simulate.Result, error) {
-	c.wg.Wait()
-	var out []simulate.Result
-	for i, buf := range c.outs {
-		// A client that counted errors exits non-zero after printing its
-		// figures, errors included: those are the result.
-		var r simulate.Result
-		if err := json.Unmarshal(buf.Bytes(), &r); err != nil {
-			if c.errs[i] != nil {
-				return nil, fmt.Errorf("loadtest: client %d: %w", i, c.errs[i])
-			}
-			return nil, fmt.Errorf("loadtest: client %d output %q: %w", i, buf.String(), err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-// stop interrupts clients still running.
-func (c *clients) stop() {
-	for _, cmd := range c.cmds {
-		_ = cmd.Process.Signal(os.Interrupt) // an error only says it has ended
-	}
-	c.wg.Wait()
 }

@@ -13,17 +13,18 @@ import (
 )
 
 // TestBroadcastSmall runs the benchmark scenario at a small scale with the
-// real binary: a `tvsm serve` process, two `tvsm simulate` processes from
-// 127.0.0.2 and 127.0.0.3, a provider-wide message; then three nodes on
-// the EventStoreDB protocol double with a client process each. Every
-// device must get it exactly once (the simulators stop at their first
-// command, and the server's deliveries are counted).
+// real binary: a `tvsm serve` process (started again before the second
+// connection), two `tvsm simulate` processes from 127.0.0.2 and
+// 127.0.0.3, a provider-wide message; then three nodes on the EventStoreDB
+// protocol double with a client process each. Every device must get it
+// exactly once (the simulators report at their first command, and the
+// server's deliveries are counted).
 func TestBroadcastSmall(t *testing.T) {
 	bin := testutil.Binary(t)
 	// The scenario's pauses for memory to settle serve the benchmark's
 	// figures; here the deliveries are what is checked.
 	for _, o := range []BroadcastOptions{
-		{Devices: 40, Procs: 2, Settle: 100 * time.Millisecond},
+		{Devices: 40, Procs: 2, FreshNodes: true, Settle: 100 * time.Millisecond},
 		{Devices: 60, Procs: 3, Nodes: 3, ProfileDir: t.TempDir(), ProfileSeconds: 1, Settle: 100 * time.Millisecond},
 	} {
 		log := new(testutil.SyncBuffer)
@@ -37,7 +38,8 @@ func TestBroadcastSmall(t *testing.T) {
 		if res.Connected != o.Devices || res.Delivered != o.Devices {
 			t.Fatalf("connected %d, delivered %d, want %d each\n%s", res.Connected, res.Delivered, o.Devices, res)
 		}
-		if res.AllDelivered <= 0 || res.FirstDelivery > res.AllDelivered || res.RSSAfter <= 0 || res.HeapAfter <= 0 {
+		if res.AllDelivered <= 0 || res.FirstDelivery > res.AllDelivered || res.RSSAfter <= 0 || res.HeapAfter <= 0 ||
+			res.CPU.Nodes <= 0 || res.CPU.Clients <= 0 {
 			t.Fatalf("implausible figures: %+v", res)
 		}
 		if s := res.String(); !strings.Contains(s, fmt.Sprintf("all %d devices after", o.Devices)) {

@@ -14,15 +14,20 @@ import (
 const clockTick = 10 * time.Millisecond
 
 // CPU is where processor time went while the message was delivered: the
-// event store double, the nodes and the client processes (each summed), and
-// the whole machine (every process, other work included), over Wall.
+// event store double, the nodes (or Centrifugo) and the client processes
+// (each summed), and the whole machine (every process, other work
+// included), over Wall.
 type CPU struct {
 	Double, Nodes, Clients, Machine, Wall time.Duration
 }
 
 func (c CPU) String() string {
-	return fmt.Sprintf("CPU over %v: nodes %v, event store double %v, clients %v; machine %v of %v available",
-		c.Wall.Round(time.Millisecond), c.Nodes.Round(time.Millisecond), c.Double.Round(time.Millisecond),
+	double := ""
+	if c.Double > 0 {
+		double = fmt.Sprintf(", event store double %v", c.Double.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("CPU over %v: server %v%s, clients %v; machine %v of %v available",
+		c.Wall.Round(time.Millisecond), c.Nodes.Round(time.Millisecond), double,
 		c.Clients.Round(time.Millisecond), c.Machine.Round(time.Millisecond), c.available().Round(time.Millisecond))
 }
 
@@ -36,23 +41,28 @@ type cpuSample struct {
 	double, nodes, clients, machine time.Duration
 }
 
-// sampleCPU reads the times of the cluster's processes and of clients:
-// from /proc while they run, from their exit status once wait has
-// returned (exited).
-func (c *cluster) sampleCPU(cl *clients, exited bool) cpuSample {
-	s := cpuSample{at: time.Now(), machine: machineBusy()}
-	if c.double != nil {
-		s.double = processCPU(c.double.cmd.Process.Pid)
+// sampleCPU reads the times of the cluster's processes and of clients
+// from /proc.
+func (c *cluster) sampleCPU(cl *clients) cpuSample {
+	servers := make([]*process, len(c.nodes))
+	for i, n := range c.nodes {
+		servers[i] = n.process
 	}
-	for _, n := range c.nodes {
-		s.nodes += processCPU(n.cmd.Process.Pid)
+	return sampleCPU(c.double, servers, cl)
+}
+
+// sampleCPU reads the times of double (when not nil), servers and clients
+// from /proc, with the machine's.
+func sampleCPU(double *process, servers []*process, cl *clients) cpuSample {
+	s := cpuSample{at: time.Now(), machine: machineBusy()}
+	if double != nil {
+		s.double = processCPU(double.cmd.Process.Pid)
+	}
+	for _, p := range servers {
+		s.nodes += processCPU(p.cmd.Process.Pid)
 	}
 	for _, cmd := range cl.cmds {
-		if exited {
-			s.clients += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-		} else {
-			s.clients += processCPU(cmd.Process.Pid)
-		}
+		s.clients += processCPU(cmd.Process.Pid)
 	}
 	return s
 }
@@ -63,8 +73,16 @@ func (s cpuSample) since(earlier cpuSample) CPU {
 		Machine: s.machine - earlier.machine, Wall: s.at.Sub(earlier.at)}
 }
 
-// processCPU is the user and system time of process pid so far.
+// processCPU is the processor time of process pid so far: the time its
+// threads ran, to the nanosecond (the schedulers' statistics, summed over
+// its threads), or else its user and system time, in clock ticks of 10
+// ms: too coarse for a broadcast of a few hundred milliseconds over
+// several processes. A thread that has exited no longer counts; a Go
+// program keeps its threads.
 func processCPU(pid int) time.Duration {
+	if d, ok := threadsRunTime(pid); ok {
+		return d
+	}
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0
@@ -83,6 +101,30 @@ func processCPU(pid int) time.Duration {
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	return time.Duration(utime+stime) * clockTick
+}
+
+// threadsRunTime sums the time the threads of process pid ran (the first
+// field of each /proc/PID/task/TID/schedstat, in nanoseconds).
+func threadsRunTime(pid int) (time.Duration, bool) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread has just exited
+		}
+		f, _, _ := strings.Cut(string(data), " ")
+		ns, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, true
 }
 
 // machineBusy is the machine's non-idle processor time so far.

@@ -24,6 +24,10 @@ var errDenied = errors.New("login denied")
 // device runs virtual device i until ctx is done: log in, connect, serve
 // commands; after a drop, reconnect (logging in again when told to).
 func (s *Sim) device(ctx context.Context, i int) {
+	if s.opts.CentrifugoChannel != "" {
+		s.centrifugoDevice(ctx)
+		return
+	}
 	backoff := 100 * time.Millisecond
 	token := ""
 	for ctx.Err() == nil {
@@ -187,6 +191,9 @@ func (s *Sim) session(ctx context.Context, i int, token string) (relogin bool, e
 		if !ok {
 			continue
 		}
+		// When it arrived, before the replies: a Centrifugo client
+		// replies nothing, and the two are compared.
+		arrived := time.Now()
 		s.c.Commands.Add(1)
 		if err := w.reply(ws, "ack", id); err != nil {
 			return false, err
@@ -199,7 +206,7 @@ func (s *Sim) session(ctx context.Context, i int, token string) (relogin bool, e
 			s.c.Confirms.Add(1)
 		}
 		if got++; got == s.opts.StopAfterCommands {
-			s.gotAll(time.Now())
+			s.gotAll(arrived)
 		}
 	}
 }

@@ -2,6 +2,10 @@
 // Device API: each logs in, holds a websocket, acknowledges every command,
 // confirms confirm messages and reports viewing. `tvsm simulate` uses it for
 // demos and load, and the broadcast benchmark for its client processes.
+//
+// The same devices can be clients of a Centrifugo server instead
+// (CentrifugoChannel), so that a comparison drives both servers with one
+// client: the same processes, pacing, connections and reports.
 package simulate
 
 import (
@@ -48,6 +52,18 @@ type Options struct {
 	// StopAfterCommands ends the simulation once every device received that
 	// many commands (0: run until ctx is done).
 	StopAfterCommands int
+	// Hold, with StopAfterCommands, keeps the devices connected once every
+	// one received its commands (Done is closed then) until ctx is done: a
+	// benchmark reads the processes' CPU at that moment, before the
+	// hang-ups add their own.
+	Hold bool
+	// CentrifugoChannel, when set, makes the devices clients of a
+	// Centrifugo server at URL rather than of a tvsm node: each connects
+	// without a token to its websocket endpoint (/connection/websocket,
+	// JSON protocol), subscribes to this channel and counts every
+	// publication in it as a command. Centrifugo's clients acknowledge
+	// nothing; they answer the server's pings. No login, no viewing.
+	CentrifugoChannel string
 	// Setup, when AdminUser is set, creates the missing accounts through the
 	// Provider API first, each with a subscription to Tariff (when > 0).
 	AdminUser, AdminPassword string
@@ -67,7 +83,10 @@ func (o *Options) defaults() error {
 	if o.CreateCatalog && o.AdminUser == "" {
 		return errors.New("simulate: creating the provider, channel and tariff needs an admin")
 	}
-	if o.Provider <= 0 && !o.CreateCatalog {
+	if o.CentrifugoChannel != "" && (o.CreateCatalog || o.AdminUser != "") {
+		return errors.New("simulate: a Centrifugo server has no accounts to create")
+	}
+	if o.Provider <= 0 && !o.CreateCatalog && o.CentrifugoChannel == "" {
 		return errors.New("simulate: provider must be a positive id")
 	}
 	if o.Devices <= 0 {
@@ -84,6 +103,9 @@ func (o *Options) defaults() error {
 	}
 	if o.ConnectRate <= 0 {
 		o.ConnectRate = 500
+	}
+	if o.Hold && o.StopAfterCommands <= 0 {
+		return errors.New("simulate: holding the devices after their commands needs a number of commands")
 	}
 	return nil
 }
@@ -199,7 +221,7 @@ func (s *Sim) Run(ctx context.Context) (Result, error) {
 			s.device(ctx, s.opts.First+i)
 		}()
 	}
-	if s.opts.StopAfterCommands > 0 {
+	if s.opts.StopAfterCommands > 0 && !s.opts.Hold {
 		select {
 		case <-s.done:
 		case <-ctx.Done():
@@ -207,10 +229,18 @@ func (s *Sim) Run(ctx context.Context) (Result, error) {
 		cancel()
 	}
 	wg.Wait()
+	return s.Result(), parent.Err()
+}
+
+// Done is closed once every device received StopAfterCommands commands.
+func (s *Sim) Done() <-chan struct{} { return s.done }
+
+// Result returns the totals so far.
+func (s *Sim) Result() Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Result{Snapshot: s.Snapshot(), FirstReceived: s.first, LastReceived: s.last, Received: s.received,
-		Provider: s.opts.Provider, Tariff: s.opts.Tariff, LastError: s.lastError}, parent.Err()
+		Provider: s.opts.Provider, Tariff: s.opts.Tariff, LastError: s.lastError}
 }
 
 // fail counts an error and keeps its text.

@@ -1,0 +1,48 @@
+//go:build centrifugo
+
+package loadtest
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"tvsm/internal/testkit/testutil"
+)
+
+// TestCompareSmall runs the comparison at a small scale against a real
+// Centrifugo (TVSM_CENTRIFUGO_BIN; make bench-vs-centrifugo builds one):
+// one pair, each side's devices in two client processes. Every device of
+// both sides must get the message, and the report must hold both.
+//
+//	TVSM_CENTRIFUGO_BIN=PATH go test -tags centrifugo -run TestCompareSmall ./internal/tools/loadtest/
+func TestCompareSmall(t *testing.T) {
+	centrifugo := os.Getenv("TVSM_CENTRIFUGO_BIN")
+	if centrifugo == "" {
+		t.Fatal("TVSM_CENTRIFUGO_BIN must name a Centrifugo executable")
+	}
+	log := new(testutil.SyncBuffer)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Compare(ctx, CompareOptions{Binary: testutil.Binary(t), Centrifugo: centrifugo, Devices: 40, Procs: 2, Pairs: 1,
+		Settle: 100 * time.Millisecond, Timeout: 2 * time.Minute, Log: log})
+	if err != nil {
+		t.Fatalf("%v\nlog:\n%s", err, log)
+	}
+	for side, runs := range map[string][]BroadcastResult{"tvsm": res.Tvsm, "Centrifugo": res.Centrifugo} {
+		if len(runs) != 1 {
+			t.Fatalf("%s: %d runs", side, len(runs))
+		}
+		r := runs[0]
+		if r.Connected != 40 || r.Delivered != 40 || r.AllDelivered <= 0 || r.FirstDelivery > r.AllDelivered ||
+			r.RSSAfter <= 0 || r.HeapAfter <= 0 || r.CPU.Nodes <= 0 || r.CPU.Clients <= 0 {
+			t.Errorf("%s: implausible figures %+v", side, r)
+		}
+	}
+	if s := res.String(); !strings.Contains(s, "delivered: tvsm 40; Centrifugo 40 (of 40)") {
+		t.Errorf("report:\n%s", s)
+	}
+	t.Log(res)
+}
