@@ -144,11 +144,14 @@ func (t *throttledAuth) Authenticate(ctx context.Context, login, password string
 			return p, nil
 		}
 	}
-	key := credentialsKey(login, password)
+	// Requests share a check only within one lane: one of a known login
+	// never waits for a check queued behind failing addresses.
+	lane := checkLaneOf(t.guard.Standing(login, addr))
+	key := credentialsKey(login, password, lane)
 	for {
 		f, leader := t.join(key)
 		if leader {
-			return t.check(ctx, key, f, login, addr, password)
+			return t.check(ctx, key, f, lane, login, addr, password)
 		}
 		select {
 		case <-f.done:
@@ -179,10 +182,9 @@ func (t *throttledAuth) Authenticate(ctx context.Context, login, password string
 // check checks credentials as the leader of flight f: it begins an attempt
 // with the guard, checks, records the outcome, and hands the result to the
 // requests waiting on f (also when the check panics).
-func (t *throttledAuth) check(ctx context.Context, key flightKey, f *flight, login, addr, password string) (p Principal, err error) {
+func (t *throttledAuth) check(ctx context.Context, key flightKey, f *flight, lane admission.Lane, login, addr, password string) (p Principal, err error) {
 	checked := false
 	defer func() { t.land(key, f, p, err, checked) }()
-	lane := checkLaneOf(t.guard.Standing(login, addr))
 	attempt, wait, ok := t.guard.Begin(ctx, login, addr)
 	if !ok {
 		return Principal{}, Throttled(wait)
@@ -230,9 +232,11 @@ func (t *throttledAuth) land(key flightKey, f *flight, p Principal, err error, c
 	close(f.done)
 }
 
-// credentialsKey hashes login and password, each length-prefixed.
-func credentialsKey(login, password string) flightKey {
+// credentialsKey hashes login and password, each length-prefixed, and the
+// lane their check waits in.
+func credentialsKey(login, password string, lane admission.Lane) flightKey {
 	h := sha256.New()
+	h.Write([]byte{byte(lane)})
 	var n [8]byte
 	for _, part := range [...]string{login, password} {
 		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
