@@ -58,9 +58,14 @@ const (
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // OpenFileKeys opens (or creates) the key file in dir. A record cut short
-// at the end (a create whose sync never returned) is dropped; a damaged
-// record elsewhere can only be an erasure that was being written, and
-// counts as one.
+// at the end (a create whose sync never returned) is dropped. A damaged
+// record elsewhere counts as an erasure that was being written where one
+// can have been: over a data subject's first record, its mark written
+// (an erasure overwrites a record in place, so the sector holding the
+// mark holds the old one or the new). Others are what a power loss leaves
+// of creates never synced (concurrent creates write several batches before
+// one sync, and a disk may write their sectors in any order, or not at
+// all): zeros, or a record torn, and they are passed over.
 func OpenFileKeys(dir string) (*FileKeys, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sealed: %w", err)
@@ -96,6 +101,9 @@ func (s *FileKeys) load() error {
 			whole = off // a create cut short: never acknowledged
 			break
 		}
+		if !ok && !erasing(rec, subject, s.index) {
+			continue
+		}
 		slot := keySlot{off: off, erased: !ok || rec[0] != stateKey}
 		if !slot.erased {
 			copy(slot.key.Master[:], rec[9:13])
@@ -111,6 +119,15 @@ func (s *FileKeys) load() error {
 		return s.f.Sync()
 	}
 	return nil
+}
+
+// erasing reports whether a damaged record of subject can be an erasure
+// being written: it bears a mark, names a data subject (the name key is
+// never erased), and is that subject's first record (an erasure writes
+// over its subject's record, which the index holds once it has been read).
+func erasing(rec []byte, subject int64, index map[int64]keySlot) bool {
+	_, seen := index[subject]
+	return (rec[0] == stateKey || rec[0] == stateErase) && subject > nameSubject && !seen
 }
 
 func record(state byte, subject int64, k WrappedKey) []byte {

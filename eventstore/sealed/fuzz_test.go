@@ -3,7 +3,10 @@ package sealed
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -98,8 +101,9 @@ func FuzzParseMasterKey(f *testing.F) {
 }
 
 // FuzzOpenFileKeys: a key file damaged in any way opens (a torn tail is
-// dropped, a damaged record counts as an erasure) or fails, never panics,
-// and every key it hands out has the wrapped length.
+// dropped, a damaged record counts as an erasure or is passed over) or
+// fails, never panics, every key it hands out has the wrapped length, and
+// the name key is never taken for erased.
 func FuzzOpenFileKeys(f *testing.F) {
 	good := append(record(stateKey, 7, WrappedKey{Data: bytes.Repeat([]byte{1}, wrappedLen)}), record(stateErase, 8, WrappedKey{})...)
 	f.Add(good)
@@ -120,6 +124,22 @@ func FuzzOpenFileKeys(f *testing.F) {
 			if err == nil && len(k.Data) != wrappedLen {
 				t.Fatalf("subject %d: a key of %d bytes", subject, len(k.Data))
 			}
+			if subject == nameSubject && errors.Is(err, ErrErased) && !erasesNameKey(data) {
+				t.Fatal("the name key reads as erased, without a whole record erasing it")
+			}
 		}
 	})
+}
+
+// erasesNameKey reports whether data holds a whole, valid record erasing
+// the name key (which only a damaged or forged file can).
+func erasesNameKey(data []byte) bool {
+	for off := 0; off+recordLen <= len(data); off += recordLen {
+		rec := data[off : off+recordLen]
+		if rec[0] != stateKey && crc32.Checksum(rec[:76], crcTable) == binary.BigEndian.Uint32(rec[76:]) &&
+			binary.BigEndian.Uint64(rec[1:9]) == nameSubject {
+			return true
+		}
+	}
+	return false
 }

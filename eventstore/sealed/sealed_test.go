@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -345,6 +346,69 @@ func TestFileKeysDropsATornCreate(t *testing.T) {
 	}
 	if _, err := again.Load(context.Background(), 65536); !errors.Is(err, sealed.ErrNoKey) {
 		t.Errorf("the torn create: %v, want ErrNoKey", err)
+	}
+}
+
+// A power loss while creates were unsynced can leave their records as
+// zeros (the file grew, its data was never written) or torn, with valid
+// records after them. Such records are passed over: the name key, whose
+// subject zeros name, stays readable (the node could not start without
+// it), and so do the keys the damage does not touch.
+func TestFileKeysPassOverCreatesAPowerLossDamaged(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	keys := fileKeys(t, dir)
+	ring := sealed.NewKeyring(keys, testMaster(t, 1))
+	name, err := ring.NameKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendAll(t, sealed.Wrap(memory.New(), ring), registry())
+	want, err := keys.Load(ctx, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = keys.Close()
+	// Given, after the synced records, a record of zeros, one of subject 0
+	// torn (its second half zeros), then a whole record.
+	file := filepath.Join(dir, sealed.FileKeysName)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const recordLen = 80
+	last := slices.Clone(data[len(data)-recordLen:])
+	torn := slices.Clone(data[:recordLen]) // the name key's record, the first
+	if !bytes.Equal(torn[1:9], make([]byte, 8)) {
+		t.Fatalf("the first record is not the name key's: %x", torn[:9])
+	}
+	clear(torn[40:])
+	damaged := append(append(append(slices.Clone(data), make([]byte, recordLen)...), torn...), last...)
+	if err := os.WriteFile(file, damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// When the key file is opened again.
+	again := fileKeys(t, dir)
+	ring = sealed.NewKeyring(again, testMaster(t, 1))
+	// Then the name key and subject 7's key read as before.
+	got, err := ring.NameKey(ctx)
+	if err != nil || !bytes.Equal(got, name) {
+		t.Errorf("the name key after the loss: %v", err)
+	}
+	if k, err := again.Load(ctx, 7); err != nil || !bytes.Equal(k.Data, want.Data) {
+		t.Errorf("key of 7 after the loss: %v", err)
+	}
+	// And a torn erasure, over a subject's own record, still counts as one.
+	_ = again.Close()
+	data, _ = os.ReadFile(file)
+	at := bytes.Index(data, want.Data) - 13 // the record of 7: mark, subject, fingerprint, key
+	data[at+20] ^= 0xff
+	data[at] = 'E'
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fileKeys(t, dir).Load(ctx, 7); !errors.Is(err, sealed.ErrErased) {
+		t.Errorf("key of 7 after a torn erasure: %v, want ErrErased", err)
 	}
 }
 
