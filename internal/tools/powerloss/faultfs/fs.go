@@ -97,9 +97,12 @@ type FS struct {
 
 	server *fuse.Server
 
-	// Operations served, for figures.
-	writes, fsyncs int64
-	written        int64
+	// Operations served, for figures, and the slowest since Restore (its
+	// wait for the lock included).
+	ops, writes, fsyncs int64
+	slowest             time.Duration
+	slowestOp           Op
+	written             int64
 }
 
 // New returns an empty file system.
@@ -133,7 +136,7 @@ func (f *FS) Mount(dir string) error {
 			FsName: "faultfs", Name: "faultfs",
 			// The mount syscall itself when root, else fusermount3.
 			DirectMount: syscall.Geteuid() == 0,
-			MaxWrite:    1 << 20,
+			MaxWrite:    512 << 10,
 		},
 	})
 	if err != nil {
@@ -237,8 +240,24 @@ func (f *FS) Restore(loss Loss, rng *rand.Rand) (Report, error) {
 	}
 	f.root = im.dir(f.root)
 	f.journaled = f.seq
+	f.slowest = 0
 	f.powerOn()
 	return im.report, nil
+}
+
+// Ops returns the operations served so far, all kinds counted.
+func (f *FS) Ops() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ops
+}
+
+// Slowest returns the slowest operation since the last Restore, and its
+// kind.
+func (f *FS) Slowest() (time.Duration, Op) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.slowest, f.slowestOp
 }
 
 // Figures returns the writes, bytes written and fsyncs served so far.
@@ -292,15 +311,20 @@ func (f *FS) fire(op Op, before bool, path func() string) bool {
 // trigger counted around it; false when the power was lost first (the
 // caller answers EIO). An error from change is returned as is.
 func (f *FS) do(op Op, path func() string, change func() syscall.Errno) (syscall.Errno, bool) {
+	began := time.Now()
 	if !f.begin() {
 		return syscall.EIO, false
 	}
+	f.ops++
 	if f.fire(op, true, path) {
 		return syscall.EIO, false
 	}
 	errno := change()
 	if errno == 0 && f.fire(op, false, path) {
 		return syscall.EIO, false
+	}
+	if took := time.Since(began); took > f.slowest {
+		f.slowest, f.slowestOp = took, op
 	}
 	f.mu.Unlock()
 	return errno, true
