@@ -16,6 +16,10 @@ type point struct {
 	trigger  *faultfs.Trigger
 	most     int
 	recovery bool // cut the restart, at an operation drawn among those a start makes
+	// stop: the node is stopped (SIGTERM) after a short load, and the
+	// power cut while it stops (a node writes its snapshots then), or
+	// once it has stopped.
+	stop bool
 }
 
 // Paths on the mount: the node's data directory is data/.
@@ -44,9 +48,10 @@ var points = []point{
 	{name: "at an fsync of the event store's pebble manifest", trigger: on(faultfs.OpFsync, eventsDir+`MANIFEST`, true), most: 3},
 	{name: "after a directory fsync", trigger: on(faultfs.OpFsyncDir, "", false), most: 10},
 	{name: "when a file is removed", trigger: on(faultfs.OpRemove, "", false), most: 4},
-	{name: "when a snapshot is renamed into place", trigger: on(faultfs.OpRename, `\.snapshot$`, false), most: 1},
-	{name: "at an fsync of the subscribers' keys", trigger: on(faultfs.OpFsync, `^data/keys/`, true), most: 20},
-	{name: "at an fsync of the statistics store", trigger: on(faultfs.OpFsync, `^data/stats/`, true), most: 40},
+	{name: "while the node stops, at a snapshot's fsync", trigger: on(faultfs.OpFsync, `\.snapshot`, true), most: 2, stop: true},
+	{name: "while the node stops, when a snapshot is renamed into place", trigger: on(faultfs.OpRename, `\.snapshot$`, false), most: 2, stop: true},
+	{name: "at an fsync of the subscribers' keys", trigger: on(faultfs.OpFsync, `^data/keys/`, true), most: 4},
+	{name: "at an fsync of the statistics store", trigger: on(faultfs.OpFsync, `^data/stats/`, true), most: 10},
 	{name: "while the node recovers from the loss before", recovery: true},
 }
 

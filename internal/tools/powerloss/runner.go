@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +51,8 @@ type runner struct {
 	// startOps is how many file system operations the last start made,
 	// from which a recovery fault draws its point.
 	startOps int64
+	// stopping: the node has been sent SIGTERM under load.
+	stopping atomic.Bool
 
 	mu      sync.Mutex
 	acked   map[string]ack  // login → its acknowledged create
@@ -68,7 +71,7 @@ type ack struct {
 type totals struct {
 	losses, acked, inDoubt, inDoubtSurvived, retriedAcked int
 	lost                                                  int // acknowledged accounts not found
-	unreached                                             int // cycles whose trigger did not fire in time
+	unreached                                             int // cycles whose trigger did not fire
 	slowestReady                                          time.Duration
 	kinds                                                 map[string]bool
 	resent                                                map[int]int // creates sent again while the power was on, by the status that answered them
@@ -152,7 +155,7 @@ func (r *runner) run(ctx context.Context) bool {
 		t.acked, t.inDoubt, t.inDoubtSurvived, t.retriedAcked)
 	r.printf("found: %d of %d acknowledged accounts, each once; lost: %d", found, len(r.acked), t.lost)
 	if t.unreached > 0 {
-		r.printf("%d cycles cut the power by time: their point was not reached within the load time", t.unreached)
+		r.printf("%d cycles did not reach their point: the power was cut at the end of the load, or once the node had stopped", t.unreached)
 	}
 	r.printf("slowest start after a loss: %v; creates sent again while the power was on, by answer: %v", t.slowestReady.Round(time.Millisecond), t.resent)
 	if r.failed() {
@@ -173,12 +176,12 @@ func (r *runner) cycle(ctx context.Context, n int, f fault) {
 			r.fs.Arm(*t)
 		}
 	}
-	acked, inDoubt := r.load(ctx, t != nil)
+	acked, inDoubt := r.load(ctx, t != nil, f.point.stop)
 	if r.failed() {
 		return
 	}
 	cause := r.fs.Cause()
-	if t != nil && strings.HasPrefix(cause, "after ") && strings.HasSuffix(cause, "of load") {
+	if t != nil && !strings.HasPrefix(cause, t.String()) {
 		r.totals.unreached++
 	}
 	slowest, slowestOp := r.fs.Slowest()
@@ -210,11 +213,13 @@ func (r *runner) cycle(ctx context.Context, n int, f fault) {
 }
 
 // load runs the writers until the power goes: at the armed trigger, or
-// after the load time. It returns the creates acknowledged and those left
-// unanswered.
-func (r *runner) load(ctx context.Context, armed bool) (acked, inDoubt int) {
+// after the load time. With stop, the node is sent SIGTERM after a short
+// load, and the power goes while it stops, or once it has stopped. It
+// returns the creates acknowledged and those left unanswered.
+func (r *runner) load(ctx context.Context, armed, stop bool) (acked, inDoubt int) {
 	ctx, stopWriters := context.WithCancel(ctx)
 	defer stopWriters()
+	r.stopping.Store(false)
 	var wg sync.WaitGroup
 	counts := make([]struct{ acked, inDoubt int }, r.cfg.writers)
 	for w := range r.cfg.writers {
@@ -223,7 +228,7 @@ func (r *runner) load(ctx context.Context, armed bool) (acked, inDoubt int) {
 	// Armed, the load lasts until the trigger fires, or for the load
 	// time; else the power is cut at a random time of it.
 	length := r.cfg.load
-	if !armed {
+	if !armed || stop {
 		length = time.Duration(r.rng.Int64N(int64(r.cfg.load)))
 	}
 	timer := time.NewTimer(length)
@@ -231,6 +236,10 @@ func (r *runner) load(ctx context.Context, armed bool) (acked, inDoubt int) {
 	select {
 	case <-r.fs.Lost():
 	case <-timer.C:
+		if stop {
+			r.stopNode()
+			break
+		}
 		r.fs.CutPower(fmt.Sprintf("after %v of load", length.Round(time.Millisecond)))
 	case <-r.exited:
 		r.problem("the node exited while the power was on; see its log")
@@ -249,6 +258,25 @@ func (r *runner) load(ctx context.Context, armed bool) (acked, inDoubt int) {
 	return acked, inDoubt
 }
 
+// stopNode sends the node SIGTERM under load and waits for the power to
+// go while it stops; if it exits first (it must exit 0), the power goes
+// then.
+func (r *runner) stopNode() {
+	r.stopping.Store(true)
+	_ = r.node.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.fs.Lost():
+	case <-r.exited:
+		if code := r.node.ProcessState.ExitCode(); code != 0 {
+			r.problem("tvsm serve exited %d on SIGTERM; see %s", code, r.log.Name())
+		}
+		r.fs.CutPower("once the node had stopped (SIGTERM)")
+	case <-time.After(30 * time.Second):
+		r.problem("tvsm serve did not exit within 30s of SIGTERM")
+		r.fs.CutPower("the node did not stop")
+	}
+}
+
 // writer creates accounts one after another, as a provider's sync job
 // does, until the power goes; a create left without an answer then is in
 // doubt. A 409 (the key's attempt in progress) or a 5xx (the node timed
@@ -257,7 +285,7 @@ func (r *runner) writer(ctx context.Context, w int) (acked, inDoubt int) {
 	for {
 		login := fmt.Sprintf("pl-%d-%d", w, r.next[w])
 		status, body, h, err := r.create(ctx, login)
-		lost := isClosed(r.fs.Lost())
+		lost := isClosed(r.fs.Lost()) || r.stopping.Load()
 		switch {
 		case err == nil && status/100 == 2:
 			id, perr := accountID(body, login)
@@ -277,8 +305,9 @@ func (r *runner) writer(ctx context.Context, w int) (acked, inDoubt int) {
 			acked++
 			continue
 		case lost || ctx.Err() != nil:
-			// The power went while the create was in flight (an answer
-			// other than 2xx then is the dying node's).
+			// The power went while the create was in flight, or the node
+			// is stopping (an answer other than 2xx then is the dying or
+			// stopping node's).
 			r.mu.Lock()
 			r.inDoubt[login] = true
 			r.mu.Unlock()

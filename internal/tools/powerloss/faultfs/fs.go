@@ -300,7 +300,11 @@ func (f *FS) fire(op Op, before bool, path func() string) bool {
 	if f.matched < t.Nth {
 		return false
 	}
-	f.cut(t.String() + ": " + where)
+	cause := t.String()
+	if where != "" {
+		cause += ": " + where
+	}
+	f.cut(cause)
 	released := f.released
 	f.mu.Unlock()
 	<-released
