@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"strings"
 
 	"tvsm/internal/tools/powerloss/faultfs"
 )
@@ -15,7 +16,10 @@ type point struct {
 	name     string
 	trigger  *faultfs.Trigger
 	most     int
-	recovery bool // cut the restart, at an operation drawn among those a start makes
+	thenMost int // for a trigger with Then, N of the second operation is drawn up to it
+	// recovery: the power goes at a random time of the load, then again
+	// during the restart, at an operation drawn among those a start makes.
+	recovery bool
 	// stop: the node is stopped (SIGTERM) after a short load, and the
 	// power cut while it stops (a node writes its snapshots then), or
 	// once it has stopped.
@@ -36,6 +40,12 @@ func on(op faultfs.Op, path string, before bool) *faultfs.Trigger {
 	return t
 }
 
+// then chains second after first: first's operation arms second.
+func then(first, second *faultfs.Trigger) *faultfs.Trigger {
+	first.Then = second
+	return first
+}
+
 // points are the places a cycle can cut the power.
 var points = []point{
 	{name: "during the load, at a random time"},
@@ -44,6 +54,7 @@ var points = []point{
 	{name: "before a commit log write", trigger: on(faultfs.OpWrite, commitLog, true), most: 400},
 	{name: "when a commit log segment is created", trigger: on(faultfs.OpCreate, commitLog, false), most: 2},
 	{name: "when a commit log segment is renamed (switched to or recycled)", trigger: on(faultfs.OpRename, commitLog, false), most: 2},
+	{name: "at the first commit log writes to a segment just switched to", trigger: then(on(faultfs.OpRename, commitLog+`.*\.seg$`, false), on(faultfs.OpWrite, commitLog+`.*\.seg$`, false)), most: 2, thenMost: 6},
 	{name: "while pebble writes an sstable of the event store", trigger: on(faultfs.OpWrite, eventsDir+`.*\.sst$`, true), most: 20},
 	{name: "at an fsync of the event store's pebble manifest", trigger: on(faultfs.OpFsync, eventsDir+`MANIFEST`, true), most: 3},
 	{name: "after a directory fsync", trigger: on(faultfs.OpFsyncDir, "", false), most: 10},
@@ -52,7 +63,7 @@ var points = []point{
 	{name: "while the node stops, when a snapshot is renamed into place", trigger: on(faultfs.OpRename, `\.snapshot$`, false), most: 2, stop: true},
 	{name: "at an fsync of the subscribers' keys", trigger: on(faultfs.OpFsync, `^data/keys/`, true), most: 4},
 	{name: "at an fsync of the statistics store", trigger: on(faultfs.OpFsync, `^data/stats/`, true), most: 10},
-	{name: "while the node recovers from the loss before", recovery: true},
+	{name: "while the node recovers from a loss", recovery: true},
 }
 
 // fault is a cycle's point and what its loss keeps.
@@ -65,18 +76,14 @@ func (f fault) String() string { return fmt.Sprintf("%s; %s", f.point.name, f.lo
 
 // plan draws the faults of n cycles: every point in turn (in an order of
 // the seed's), with the kinds of data and directory loss taken in turn too,
-// so that a run of a few cycles still mixes them. The first cycle cannot
-// cut a recovery: there was no loss before it.
-func plan(n int, rng *rand.Rand) []fault {
+// so that a run of a few cycles still mixes them.
+func plan(n int, points []point, rng *rand.Rand) []fault {
 	order := rng.Perm(len(points))
 	datas, dirs := faultfs.DataLosses(), faultfs.DirLosses()
 	d0, r0 := rng.IntN(len(datas)), rng.IntN(len(dirs))
 	var out []fault
 	for i := 0; len(out) < n; i++ {
 		p := points[order[i%len(order)]]
-		if p.recovery && len(out) == 0 {
-			continue
-		}
 		k := len(out)
 		out = append(out, fault{point: p, loss: faultfs.Loss{Data: datas[(d0+k)%len(datas)], Dirs: dirs[(r0+k)%len(dirs)]}})
 	}
@@ -90,5 +97,21 @@ func (f fault) trigger(rng *rand.Rand) *faultfs.Trigger {
 	}
 	t := *f.point.trigger
 	t.Nth = 1 + rng.IntN(f.point.most)
+	if t.Then != nil {
+		next := *t.Then
+		next.Nth = 1 + rng.IntN(f.point.thenMost)
+		t.Then = &next
+	}
 	return &t
+}
+
+// choose returns the points whose name holds only (all of them for "").
+func choose(only string) []point {
+	var out []point
+	for _, p := range points {
+		if strings.Contains(p.name, only) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

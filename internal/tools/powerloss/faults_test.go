@@ -7,18 +7,14 @@ import (
 )
 
 // A run of as many cycles as there are points cuts the power at each point
-// once, never first during a recovery (there was no loss before), and
-// takes every kind of data and directory loss in turn.
+// once, and takes every kind of data and directory loss in turn.
 func TestPlanCoversEveryPoint(t *testing.T) {
 	for seed := range uint64(20) {
 		// Given a seed; when a run of one cycle per point is planned.
-		faults := plan(len(points), newRand(seed))
-		// Then each point is there once, recovery not first.
+		faults := plan(len(points), points, newRand(seed))
+		// Then each point is there once.
 		if len(faults) != len(points) {
 			t.Fatalf("seed %d: %d faults, want %d", seed, len(faults), len(points))
-		}
-		if faults[0].point.recovery {
-			t.Fatalf("seed %d: the first cycle cuts a recovery", seed)
 		}
 		seen := map[string]int{}
 		datas := map[faultfs.DataLoss]int{}
@@ -67,6 +63,9 @@ func TestTriggerDrawsItsOperation(t *testing.T) {
 			}
 			if tr == p.trigger {
 				t.Fatalf("%s: the point's own trigger handed out", p.name)
+			}
+			if p.trigger.Then != nil && (tr.Then == p.trigger.Then || tr.Then.Nth < 1 || tr.Then.Nth > p.thenMost) {
+				t.Fatalf("%s: then operation #%d, want 1 to %d, of its own", p.name, tr.Then.Nth, p.thenMost)
 			}
 		}
 	}

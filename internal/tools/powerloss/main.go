@@ -51,6 +51,7 @@ type config struct {
 	work    string
 	verify  bool
 	timeout time.Duration
+	only    string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -65,11 +66,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	flags.StringVar(&cfg.work, "work", "", "working directory (default: a new temporary one, removed afterwards)")
 	flags.BoolVar(&cfg.verify, "verify", true, "run tvsm rebuild readmodel|stats --verify after each restart")
 	flags.DurationVar(&cfg.timeout, "timeout", 30*time.Minute, "give up after this long")
+	flags.StringVar(&cfg.only, "only", "", "cut the power only at the points whose name holds this (e.g. \"segment\")")
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
 	if cfg.cycles < 1 || cfg.writers < 1 {
 		fmt.Fprintln(stderr, "powerloss: -cycles and -writers must be at least 1")
+		return 2
+	}
+	if len(choose(cfg.only)) == 0 {
+		fmt.Fprintf(stderr, "powerloss: no point's name holds %q\n", cfg.only)
 		return 2
 	}
 	cfg.seed = *seed

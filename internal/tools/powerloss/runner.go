@@ -122,7 +122,7 @@ func (r *runner) failed() bool {
 // run runs the cycles and prints the figures; false when a check failed.
 func (r *runner) run(ctx context.Context) bool {
 	began := time.Now()
-	faults := plan(r.cfg.cycles, r.rng)
+	faults := plan(r.cfg.cycles, choose(r.cfg.only), r.rng)
 	r.printf("power loss: %d cycles, %d writers, seed %d, node %s, data on faultfs at %s", r.cfg.cycles, r.cfg.writers, r.cfg.seed, r.cfg.tvsm, r.data)
 	if err := r.start(ctx); err != nil {
 		r.problem("first start: %v", err)

@@ -54,11 +54,14 @@ func (o Op) String() string {
 // from Arm) whose path, relative to the mount point, matches Path (every
 // path when nil; for a rename the new path). Before cuts it before the
 // operation takes effect, else after (and before its caller hears of it).
+// With Then, that operation cuts nothing but arms Then, which counts from
+// there: "the first writes after a segment switch".
 type Trigger struct {
 	Op     Op
 	Path   *regexp.Regexp
 	Before bool
 	Nth    int
+	Then   *Trigger
 }
 
 func (t Trigger) String() string {
@@ -70,7 +73,11 @@ func (t Trigger) String() string {
 	if t.Path != nil {
 		where = " on " + t.Path.String()
 	}
-	return fmt.Sprintf("%s the %s #%d%s", when, t.Op, t.Nth, where)
+	s := fmt.Sprintf("%s the %s #%d%s", when, t.Op, t.Nth, where)
+	if t.Then != nil {
+		s += ", then " + t.Then.String()
+	}
+	return s
 }
 
 // FS is the file system. Mount it, let a program write through it, cut
@@ -86,6 +93,7 @@ type FS struct {
 
 	trigger *Trigger
 	matched int
+	armed   string // the trigger as armed, chain and all, for the cause
 
 	// down: the power is off. Every operation then waits for released and
 	// fails with EIO, so that nothing the program does after the loss
@@ -166,7 +174,7 @@ func (f *FS) Unmount() error {
 func (f *FS) Arm(t Trigger) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.trigger, f.matched = &t, 0
+	f.trigger, f.matched, f.armed = &t, 0, t.String()
 }
 
 // Disarm removes the trigger.
@@ -300,7 +308,11 @@ func (f *FS) fire(op Op, before bool, path func() string) bool {
 	if f.matched < t.Nth {
 		return false
 	}
-	cause := t.String()
+	if t.Then != nil {
+		f.trigger, f.matched = t.Then, 0
+		return false
+	}
+	cause := f.armed
 	if where != "" {
 		cause += ": " + where
 	}

@@ -427,3 +427,51 @@ func TestTriggerCutsThePowerAtTheNthOperation(t *testing.T) {
 		}
 	}
 }
+
+func TestChainedTriggerCountsFromItsFirstOperation(t *testing.T) {
+	f, dir := mount(t)
+	// Given a trigger on the second write after the creation of a file
+	// named b, and two writes to a file a before it.
+	f.Arm(faultfs.Trigger{Op: faultfs.OpCreate, Path: regexp.MustCompile(`(^|/)b$`), Nth: 1,
+		Then: &faultfs.Trigger{Op: faultfs.OpWrite, Nth: 2}})
+	a := filepath.Join(dir, "a")
+	writeFile(t, a, []byte("1"), true)
+	appendFile(t, a, []byte("2"), true)
+	// When b is created and written twice.
+	b := filepath.Join(dir, "b")
+	writeFile(t, b, []byte("first "), true)
+	fh, err := os.OpenFile(b, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-f.Lost():
+		t.Fatalf("the power went before the second write to b: %s", f.Cause())
+	default:
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := fh.Write([]byte("second"))
+		done <- err
+	}()
+	// Then the power goes at that second write, after it took effect.
+	<-f.Lost()
+	f.Release()
+	if err := <-done; !errors.Is(err, syscall.EIO) {
+		t.Errorf("the second write: %v, want EIO", err)
+	}
+	fh.Close()
+	t.Logf("cause: %s", f.Cause())
+	if err := f.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Restore(faultfs.Loss{Data: faultfs.KeepUnsynced, Dirs: faultfs.KeepAllDirs}, rand.New(rand.NewPCG(1, 1))); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Mount(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, b); string(got) != "first second" {
+		t.Errorf("b: %q", got)
+	}
+}
