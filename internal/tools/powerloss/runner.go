@@ -158,6 +158,9 @@ func (r *runner) run(ctx context.Context) bool {
 		r.printf("%d cycles did not reach their point: the power was cut at the end of the load, or once the node had stopped", t.unreached)
 	}
 	r.printf("slowest start after a loss: %v; creates sent again while the power was on, by answer: %v", t.slowestReady.Round(time.Millisecond), t.resent)
+	if peak := peakMemory(); peak != "" {
+		r.printf("the harness's peak resident memory (the node's files are in it): %s", peak)
+	}
 	if r.failed() {
 		r.printf("FAILED: %d problems", len(r.problems))
 		return false
@@ -574,4 +577,19 @@ func cleanEnv() []string {
 		}
 	}
 	return env
+}
+
+// peakMemory returns the process's peak resident memory as Linux reports
+// it (VmHWM), or "".
+func peakMemory() string {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
