@@ -62,7 +62,6 @@ var points = []point{
 	{name: "while the node stops, at a snapshot's fsync", trigger: on(faultfs.OpFsync, `\.snapshot`, true), most: 2, stop: true},
 	{name: "while the node stops, when a snapshot is renamed into place", trigger: on(faultfs.OpRename, `\.snapshot$`, false), most: 2, stop: true},
 	{name: "at an fsync of the subscribers' keys", trigger: on(faultfs.OpFsync, `^data/keys/`, true), most: 4},
-	{name: "at an fsync of the statistics store", trigger: on(faultfs.OpFsync, `^data/stats/`, true), most: 10},
 	{name: "while the node recovers from a loss", recovery: true},
 }
 
