@@ -83,7 +83,9 @@ func plan(n int, points []point, rng *rand.Rand) []fault {
 	var out []fault
 	for i := 0; len(out) < n; i++ {
 		p := points[order[i%len(order)]]
-		k := len(out)
+		// Each pass over the points shifts the losses, so that a point
+		// meets other losses in the next pass.
+		k := len(out) + len(out)/len(points)
 		out = append(out, fault{point: p, loss: faultfs.Loss{Data: datas[(d0+k)%len(datas)], Dirs: dirs[(r0+k)%len(dirs)]}})
 	}
 	return out

@@ -70,3 +70,16 @@ func TestTriggerDrawsItsOperation(t *testing.T) {
 		}
 	}
 }
+
+// Over several passes each point meets other losses: 40 cycles of 15
+// points draw 40 different faults.
+func TestPlanVariesTheLossesAcrossPasses(t *testing.T) {
+	faults := plan(40, points, newRand(7))
+	kinds := map[string]bool{}
+	for _, f := range faults {
+		kinds[f.String()] = true
+	}
+	if len(kinds) != 40 {
+		t.Errorf("40 cycles drew %d different faults, want 40", len(kinds))
+	}
+}
