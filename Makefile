@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # Extra arguments for `make run`, e.g. make run ARGS='--http :9090 --log-level debug'.
 ARGS     ?=
 
-.PHONY: all run build test esdb-client-tests faults restore-drill compat bench bench-writes bench-broadcast bench-vs-centrifugo lint fuzz clean console console-check screenshots
+.PHONY: all run build test esdb-client-tests faults restore-drill powerloss compat bench bench-writes bench-broadcast bench-vs-centrifugo lint fuzz clean console console-check screenshots
 
 all: lint build test
 
@@ -47,6 +47,16 @@ faults:
 ## restore-drill: back up a running node, verify the backup, restore it, and check a node started on it (a few seconds)
 restore-drill: build
 	deploy/restore-drill.sh bin/tvsm
+
+# Power losses of make powerloss (each cycle a different fault), and the
+# seed that draws them and what they keep (0: from the clock; a failed
+# run prints its seed).
+POWERLOSS_CYCLES ?= 5
+POWERLOSS_SEED   ?= 0
+
+## powerloss: cut the power under a node POWERLOSS_CYCLES times (its data on a FUSE file system that loses what was not synced; needs /dev/fuse and root); check nothing acknowledged is lost
+powerloss: build
+	$(GO) run ./internal/tools/powerloss -tvsm bin/tvsm -cycles $(POWERLOSS_CYCLES) -seed $(POWERLOSS_SEED)
 
 # TVIP's Provider API SDK (a directory holding tmsproviderapisdk/), for
 # make compat; PYTHON runs it (it needs requests, pytz and pkg_resources).

@@ -22,6 +22,7 @@ require (
 )
 
 require (
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/pb33f/libopenapi v0.41.8
 	github.com/pb33f/libopenapi-validator v0.16.2
 )

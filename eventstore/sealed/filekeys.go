@@ -58,9 +58,12 @@ const (
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // OpenFileKeys opens (or creates) the key file in dir. A record cut short
-// at the end (a create whose sync never returned) is dropped; a damaged
-// record elsewhere can only be an erasure that was being written, and
-// counts as one.
+// at the end (a create whose sync never returned) is dropped. A damaged
+// record elsewhere counts as an erasure that was being written, unless it
+// is what a power loss leaves of a create never synced: concurrent creates
+// write several batches before one sync, and a disk may write their
+// sectors in any order, or not at all, so such records can lie anywhere
+// in the unsynced tail, zeros or torn, with whole records after them.
 func OpenFileKeys(dir string) (*FileKeys, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sealed: %w", err)
@@ -96,6 +99,9 @@ func (s *FileKeys) load() error {
 			whole = off // a create cut short: never acknowledged
 			break
 		}
+		if !ok && !erasing(rec, subject, s.index) {
+			continue
+		}
 		slot := keySlot{off: off, erased: !ok || rec[0] != stateKey}
 		if !slot.erased {
 			copy(slot.key.Master[:], rec[9:13])
@@ -111,6 +117,18 @@ func (s *FileKeys) load() error {
 		return s.f.Sync()
 	}
 	return nil
+}
+
+// erasing reports whether a damaged record of subject can be an erasure
+// being written. An erasure overwrites its subject's record (the first the
+// file holds for it) in place, so a power loss leaves each part of it old
+// or new, never zeros; a create appends, and leaves zeros where it did not
+// get to write. Sectors and pages are multiples of 16 bytes, and so are
+// records (80), so a part never written holds the mark (byte 0) or the
+// checksum (the last 4 bytes) whole: zeros there mark a torn create.
+func erasing(rec []byte, subject int64, index map[int64]keySlot) bool {
+	_, seen := index[subject]
+	return rec[0] != 0 && binary.BigEndian.Uint32(rec[76:]) != 0 && !seen
 }
 
 func record(state byte, subject int64, k WrappedKey) []byte {

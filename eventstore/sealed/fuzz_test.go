@@ -3,9 +3,13 @@ package sealed
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"tvsm/domain"
@@ -98,12 +102,16 @@ func FuzzParseMasterKey(f *testing.F) {
 }
 
 // FuzzOpenFileKeys: a key file damaged in any way opens (a torn tail is
-// dropped, a damaged record counts as an erasure) or fails, never panics,
-// and every key it hands out has the wrapped length.
+// dropped, a damaged record counts as an erasure or is passed over as a
+// torn create) or fails, never panics, every key it hands out has the
+// wrapped length, and a subject reads as erased only where the file holds
+// an erasure of it: a whole one, or a damaged record with its mark and
+// checksum written.
 func FuzzOpenFileKeys(f *testing.F) {
 	good := append(record(stateKey, 7, WrappedKey{Data: bytes.Repeat([]byte{1}, wrappedLen)}), record(stateErase, 8, WrappedKey{})...)
 	f.Add(good)
 	f.Add(good[:100])
+	f.Add(append(append(slices.Clone(good[:recordLen]), make([]byte, recordLen)...), good...))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
@@ -120,6 +128,25 @@ func FuzzOpenFileKeys(f *testing.F) {
 			if err == nil && len(k.Data) != wrappedLen {
 				t.Fatalf("subject %d: a key of %d bytes", subject, len(k.Data))
 			}
+			if errors.Is(err, ErrErased) && !holdsErasure(data, subject) {
+				t.Fatalf("subject %d reads as erased; the file holds no erasure of it", subject)
+			}
 		}
 	})
+}
+
+// holdsErasure reports whether data holds a record that erases subject: a
+// whole record not of a key, or a damaged one with its mark and checksum.
+func holdsErasure(data []byte, subject int64) bool {
+	for off := 0; off+recordLen <= len(data); off += recordLen {
+		rec := data[off : off+recordLen]
+		if int64(binary.BigEndian.Uint64(rec[1:9])) != subject {
+			continue
+		}
+		whole := crc32.Checksum(rec[:76], crcTable) == binary.BigEndian.Uint32(rec[76:])
+		if whole && rec[0] != stateKey || !whole && rec[0] != 0 && binary.BigEndian.Uint32(rec[76:]) != 0 {
+			return true
+		}
+	}
+	return false
 }

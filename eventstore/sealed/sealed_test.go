@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -345,6 +348,103 @@ func TestFileKeysDropsATornCreate(t *testing.T) {
 	}
 	if _, err := again.Load(context.Background(), 65536); !errors.Is(err, sealed.ErrNoKey) {
 		t.Errorf("the torn create: %v, want ErrNoKey", err)
+	}
+}
+
+// A power loss while creates were unsynced can leave their records as
+// zeros (the file grew, its data was never written) or torn where a
+// sector or page ends (16-byte multiples: the mark or the checksum left
+// zeros), with whole records after them. Such records are passed over: the
+// name key stays readable (the node could not start without it), a key
+// whose create was torn can be created again, and the keys the damage does
+// not touch read as before. An erasure torn the same way still counts.
+func TestFileKeysPassOverCreatesAPowerLossDamaged(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	keys := fileKeys(t, dir)
+	ring := sealed.NewKeyring(keys, testMaster(t, 1))
+	name, err := ring.NameKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendAll(t, sealed.Wrap(memory.New(), ring), registry())
+	want, err := keys.Load(ctx, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.Erase(ctx, 4242); err != nil { // a whole record to copy the layout of
+		t.Fatal(err)
+	}
+	_ = keys.Close()
+	// Given, after the synced records: a record of zeros; the name key's
+	// record again, its second half zeros; one of subject 4243 with its
+	// first 16 bytes zeros; one of 4244 with its last 16 bytes zeros; then
+	// a whole record.
+	file := filepath.Join(dir, sealed.FileKeysName)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const recordLen = 80
+	last := slices.Clone(data[len(data)-recordLen:])
+	torn := slices.Clone(data[:recordLen]) // the name key's record, the first
+	if !bytes.Equal(torn[1:9], make([]byte, 8)) {
+		t.Fatalf("the first record is not the name key's: %x", torn[:9])
+	}
+	clear(torn[48:])
+	headless := slices.Clone(last)
+	binary.BigEndian.PutUint64(headless[1:9], 4243)
+	clear(headless[:16])
+	tailless := slices.Clone(data[bytes.Index(data, want.Data)-13:][:recordLen]) // 7's record
+	binary.BigEndian.PutUint64(tailless[1:9], 4244)
+	clear(tailless[64:])
+	damaged := slices.Concat(data, make([]byte, recordLen), torn, headless, tailless, last)
+	if err := os.WriteFile(file, damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// When the key file is opened again.
+	again := fileKeys(t, dir)
+	ring = sealed.NewKeyring(again, testMaster(t, 1))
+	// Then the name key and subject 7's key read as before, and 4243 and
+	// 4244 have no key and can get one.
+	got, err := ring.NameKey(ctx)
+	if err != nil || !bytes.Equal(got, name) {
+		t.Errorf("the name key after the loss: %v", err)
+	}
+	if k, err := again.Load(ctx, 7); err != nil || !bytes.Equal(k.Data, want.Data) {
+		t.Errorf("key of 7 after the loss: %v", err)
+	}
+	for _, subject := range []int64{4243, 4244} {
+		if _, err := again.Load(ctx, subject); !errors.Is(err, sealed.ErrNoKey) {
+			t.Errorf("the torn create of %d: %v, want ErrNoKey", subject, err)
+		}
+		if _, err := again.Create(ctx, subject, want); err != nil {
+			t.Errorf("create %d again: %v", subject, err)
+		}
+	}
+	// And an erasure of 7 torn over its record, either half old, counts.
+	_ = again.Close()
+	data, _ = os.ReadFile(file)
+	at := bytes.Index(data, want.Data) - 13 // the record of 7: mark, subject, fingerprint, key
+	erasure := slices.Clone(data[at : at+recordLen])
+	erasure[0] = 'E'
+	clear(erasure[9:76])
+	binary.BigEndian.PutUint32(erasure[76:], crc32.Checksum(erasure[:76], crc32.MakeTable(crc32.Castagnoli)))
+	for _, half := range []int{0, 1} {
+		tornErase := slices.Clone(data)
+		if half == 0 {
+			copy(tornErase[at+48:at+recordLen], erasure[48:]) // new tail
+		} else {
+			copy(tornErase[at:at+48], erasure[:48]) // new head
+		}
+		if err := os.WriteFile(file, tornErase, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		k := fileKeys(t, dir)
+		if _, err := k.Load(ctx, 7); !errors.Is(err, sealed.ErrErased) {
+			t.Errorf("key of 7 after an erasure torn (new half %d): %v, want ErrErased", half, err)
+		}
+		_ = k.Close()
 	}
 }
 

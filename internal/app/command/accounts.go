@@ -115,7 +115,7 @@ func (h *Accounts) Create(ctx context.Context, c app.Caller, in AccountInput) (q
 // one atomic append when the store can, else one after the other, giving
 // the login back when the create fails.
 func (h *Accounts) createReserved(ctx context.Context, c app.Caller, cmd domain.CreateAccount) (app.Result[domain.Account], error) {
-	if err := h.checkLegacyLogin(cmd.Provider, cmd.Login); err != nil {
+	if err := h.checkLegacyLogin(cmd.Provider, cmd.Login, cmd.ID); err != nil {
 		return app.Result[domain.Account]{}, err
 	}
 	stream := h.w.x.LoginStream(cmd.Provider, cmd.Login)
@@ -126,7 +126,7 @@ func (h *Accounts) createReserved(ctx context.Context, c app.Caller, cmd domain.
 	if handled {
 		return res, err
 	}
-	if err := h.reserveLogin(ctx, c, cmd.Provider, cmd.Login, owner); err != nil {
+	if err := h.reserveLogin(ctx, c, cmd.Provider, cmd.Login, cmd.ID); err != nil {
 		return app.Result[domain.Account]{}, err
 	}
 	res, err = app.Execute(ctx, h.w.x, owner, domain.AccountDecider(), domain.AccountCommand(cmd), meta)
@@ -137,13 +137,13 @@ func (h *Accounts) createReserved(ctx context.Context, c app.Caller, cmd domain.
 	return res, nil
 }
 
-// reserveLogin makes owner the holder of a login, converting "taken" into
-// the validation error the API answers (400 naming login).
-func (h *Accounts) reserveLogin(ctx context.Context, c app.Caller, provider int64, login, owner string) error {
-	if err := h.checkLegacyLogin(provider, login); err != nil {
+// reserveLogin makes account id the holder of a login, converting "taken"
+// into the validation error the API answers (400 naming login).
+func (h *Accounts) reserveLogin(ctx context.Context, c app.Caller, provider int64, login string, id int64) error {
+	if err := h.checkLegacyLogin(provider, login, id); err != nil {
 		return err
 	}
-	err := h.w.x.Reserve(ctx, h.w.x.LoginStream(provider, login), owner, c.Meta(), h.holds(provider, login))
+	err := h.w.x.Reserve(ctx, h.w.x.LoginStream(provider, login), domain.AccountStream(id), c.Meta(), h.holds(provider, login))
 	if errors.Is(err, app.ErrTaken) {
 		return domain.NewValidationError("login", problemTaken)
 	}
@@ -154,9 +154,12 @@ func (h *Accounts) reserveLogin(ctx context.Context, c app.Caller, provider int6
 // before logins were hashed holds through its old reservation stream
 // ("login-{provider}-{login}", no longer written): the read model knows
 // those accounts, and asking it costs a map lookup where reading the old
-// stream would cost a store read on every create.
-func (h *Accounts) checkLegacyLogin(provider int64, login string) error {
-	if _, taken := h.w.model.AccountByLogin(provider, login); taken {
+// stream would cost a store read on every create. The account id itself
+// may hold it: a keyed create retried after its answer was lost (the node
+// died before recording it) creates the same account again, which the
+// read model already shows.
+func (h *Accounts) checkLegacyLogin(provider int64, login string, id int64) error {
+	if a, taken := h.w.model.AccountByLogin(provider, login); taken && a.ID != id {
 		return domain.NewValidationError("login", problemTaken)
 	}
 	return nil
@@ -231,7 +234,7 @@ func (h *Accounts) Update(ctx context.Context, c app.Caller, id int64, in Accoun
 			}
 		}
 		loginStream, owner = h.w.x.LoginStream(cur.Provider, newLogin), domain.AccountStream(id)
-		if err := h.reserveLogin(ctx, c, cur.Provider, newLogin, owner); err != nil {
+		if err := h.reserveLogin(ctx, c, cur.Provider, newLogin, id); err != nil {
 			return query.AccountView{}, err
 		}
 	}

@@ -324,3 +324,52 @@ func TestLegacyLoginReservationsStillHold(t *testing.T) {
 	}
 	create(t, cmds, root, accountInput(p, "veteran"))
 }
+
+// A keyed create whose account was made but whose answer was never
+// recorded (the node died in between, or the attempt failed after the
+// create) is done again by the retry with the same key: the retry must
+// find its own account, already in the read model, and answer it, not
+// refuse the login as taken.
+func TestCreateAccountRetriedAfterItsAnswerWasLost(t *testing.T) {
+	env := nodetest.Start(t)
+	cmds, x := env.Node.Commands, env.Node.Executor
+	ctx := context.Background()
+	p := provider(t, env, "Acme")
+	keyed := root
+	keyed.IdempotencyKey = "k-lost"
+	in := accountInput(p, "anna")
+	req := app.IdempotentRequest{Key: keyed.IdempotencyKey, Scope: "admin:" + keyed.Admin + " create account",
+		Body: fmt.Appendf(nil, "account %#v", in), Meta: keyed.Meta()}
+	// Given a first attempt that created the account, then failed before
+	// its answer was recorded.
+	lost := errors.New("the answer was lost")
+	var first int64
+	_, _, err := x.Idempotent(ctx, req, func(ctx context.Context) (int, []byte, error) {
+		v, err := cmds.Accounts.Create(ctx, keyed, in)
+		if err != nil {
+			return 0, nil, err
+		}
+		first = v.ID
+		return 0, nil, lost
+	})
+	if !errors.Is(err, lost) || first == 0 {
+		t.Fatalf("first attempt: id %d, %v", first, err)
+	}
+	// When the request is sent again with its key.
+	var again int64
+	status, _, err := x.Idempotent(ctx, req, func(ctx context.Context) (int, []byte, error) {
+		v, err := cmds.Accounts.Create(ctx, keyed, in)
+		if err != nil {
+			return 0, nil, err
+		}
+		again = v.ID
+		return 200, nil, nil
+	})
+	// Then it answers the account the first attempt made, the only one.
+	if err != nil || status != 200 || again != first {
+		t.Fatalf("retry: %d, id %d, %v; want 200 and id %d", status, again, err, first)
+	}
+	if h := holder(t, env, p, "anna"); h != domain.AccountStream(first) {
+		t.Errorf("holder of anna: %q, want %q", h, domain.AccountStream(first))
+	}
+}
