@@ -25,7 +25,8 @@ memory per idle connected device.
 
 With --nodes N > 1 it starts the EventStoreDB protocol double and N nodes
 on it, creates the accounts through all of them, and connects client
-process i to node i mod N.
+process i to node i mod N. --backend esdb puts a single node on the double
+too: the baseline a cluster's cost per message compares with.
 
 vs-centrifugo:
 
@@ -67,6 +68,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.Devices, "devices", 10000, "virtual devices")
 	fs.IntVar(&o.Procs, "procs", 4, "client processes")
 	fs.IntVar(&o.Nodes, "nodes", 1, "nodes serving the devices (more than one: on the EventStoreDB protocol double)")
+	fs.StringVar(&o.Backend, "backend", "", "event store of the nodes: embedded or esdb, the protocol double (default: embedded for one node, esdb for more)")
 	fs.IntVar(&o.ConnectRate, "connect-rate", 0, "devices a second starting to connect, over all client processes (0: 2,000 per process)")
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save a CPU profile of every node during the broadcast in")
 	fs.BoolVar(&o.FreshNodes, "fresh-nodes", false, "start the nodes again before the devices' second connection, so that memory per connection is read on fresh processes")

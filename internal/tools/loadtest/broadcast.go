@@ -40,6 +40,11 @@ type BroadcastOptions struct {
 	// the embedded event store; more run on one protocol double of
 	// EventStoreDB, and client process i connects to node i mod Nodes.
 	Nodes int
+	// Backend is the event store of the nodes: "embedded" or "esdb" (the
+	// protocol double). Empty: embedded for one node, esdb for more. One
+	// node on the double is the baseline of a cluster's cost per message:
+	// the same store, no other node.
+	Backend string
 	// ConnectRate is how many devices a second start connecting, over all
 	// client processes (default 2,000 per process). A first login binds the
 	// device with appends to the event store: on a cluster on the double,
@@ -160,6 +165,12 @@ func (r BroadcastResult) ServerCPUPerMessage() time.Duration {
 	return (r.CPU.Nodes + r.CPU.Double) / time.Duration(max(r.Delivered, 1))
 }
 
+// NodeCPUPerMessage is the processor time of the nodes alone (the
+// double's left out) per delivered message.
+func (r BroadcastResult) NodeCPUPerMessage() time.Duration {
+	return r.CPU.Nodes / time.Duration(max(r.Delivered, 1))
+}
+
 // ClientCPUPerMessage is the processor time of the client processes per
 // delivered message.
 func (r BroadcastResult) ClientCPUPerMessage() time.Duration {
@@ -170,12 +181,12 @@ func (r BroadcastResult) ClientCPUPerMessage() time.Duration {
 func (r BroadcastResult) String() string {
 	s := fmt.Sprintf("devices %d in %d client processes on %d node(s): accounts created in %v, first connected in %v, %d connected again in %v\n"+
 		"user_message to the provider: first device after %v, all %d devices after %v (%.0f messages/s)\n"+
-		"CPU per delivered message: server %.1f µs, clients %.1f µs\n"+
+		"CPU per delivered message: server %.1f µs (nodes %.1f µs), clients %.1f µs\n"+
 		"server memory per idle connected device: %.1f KB resident (%.1f KB without the free heap kept), %.1f KB Go heap and stacks",
 		r.Devices, r.Procs, r.Nodes, r.Setup.Round(time.Millisecond), r.FirstConnectTook.Round(time.Millisecond),
 		r.Connected, r.ConnectTook.Round(time.Millisecond),
 		r.FirstDelivery.Round(time.Microsecond), r.Delivered, r.AllDelivered.Round(time.Microsecond), r.MessagesPerSecond,
-		micros(r.ServerCPUPerMessage()), micros(r.ClientCPUPerMessage()),
+		micros(r.ServerCPUPerMessage()), micros(r.NodeCPUPerMessage()), micros(r.ClientCPUPerMessage()),
 		r.RSSPerDevice()/1024, r.UsedPerDevice()/1024, r.HeapPerDevice()/1024)
 	s += "\n" + r.CPU.String()
 	if len(r.PerNode) > 1 {
@@ -203,6 +214,16 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 		return BroadcastResult{}, errors.New("loadtest: Binary, Devices and Procs are required")
 	}
 	o.Nodes = max(o.Nodes, 1)
+	switch {
+	case o.Backend == "" && o.Nodes > 1:
+		o.Backend = BackendESDB
+	case o.Backend == "":
+		o.Backend = BackendEmbedded
+	case o.Backend == BackendEmbedded && o.Nodes > 1:
+		return BroadcastResult{}, errors.New("loadtest: several nodes need a shared store: backend esdb")
+	case o.Backend != BackendEmbedded && o.Backend != BackendESDB:
+		return BroadcastResult{}, fmt.Errorf("loadtest: unknown backend %q (embedded or esdb)", o.Backend)
+	}
 	if o.Settle <= 0 {
 		o.Settle = 3 * time.Second
 	}
@@ -337,6 +358,12 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	return res, nil
 }
 
+// The event stores the nodes of the broadcast scenario may run on.
+const (
+	BackendEmbedded = "embedded"
+	BackendESDB     = "esdb"
+)
+
 // cluster is what serves the devices: one node on the embedded store, or
 // several nodes on one protocol double of EventStoreDB.
 type cluster struct {
@@ -354,7 +381,7 @@ func startCluster(ctx context.Context, o BroadcastOptions) (*cluster, error) {
 	}
 	c := &cluster{dir: dir}
 	var store []string // serve's arguments choosing the event store
-	if o.Nodes > 1 {
+	if o.Backend == BackendESDB {
 		addr, err := freeAddr()
 		if err != nil {
 			c.stop()
