@@ -105,6 +105,11 @@ type BroadcastResult struct {
 	// NodeDelivered is when the last device of each node's clients had the
 	// message, after the send request started.
 	NodeDelivered []time.Duration
+	// Appends and EventsAppended are the nodes' appends to the event store
+	// and the events they held, summed, from the send until every device
+	// had the message: claims, receipts. On a shared store every node
+	// receives every one of those events.
+	Appends, EventsAppended int
 	// Quiet is how long the nodes and the double took, once every device
 	// was connected, to fall quiet (quietLimit at most).
 	Quiet time.Duration
@@ -191,6 +196,7 @@ func (r BroadcastResult) String() string {
 		r.FirstDelivery.Round(time.Microsecond), r.Delivered, r.AllDelivered.Round(time.Microsecond), r.MessagesPerSecond,
 		micros(r.ServerCPUPerMessage()), micros(r.NodeCPUPerMessage()), micros(r.ClientCPUPerMessage()),
 		r.RSSPerDevice()/1024, r.UsedPerDevice()/1024, r.HeapPerDevice()/1024)
+	s += fmt.Sprintf("\nappends during the delivery: %d, holding %d events", r.Appends, r.EventsAppended)
 	s += fmt.Sprintf("\nthe servers fell quiet %v after the devices connected", r.Quiet.Round(100*time.Millisecond))
 	s += "\n" + r.CPU.String()
 	if len(r.PerNode) > 1 {
@@ -329,6 +335,10 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	}
 	profiles := c.profile(ctx, o.ProfileDir, o.ProfileSeconds, o.Log)
 	fmt.Fprintf(o.Log, "%d devices connected; sending the message\n", res.Connected)
+	appendsBefore, err := c.appends(ctx)
+	if err != nil {
+		return res, err
+	}
 	cpuBefore := c.sampleCPU(clients)
 	sent := time.Now()
 	if err := first.sendMessage(ctx, provider); err != nil {
@@ -341,6 +351,11 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 		return res, err
 	}
 	res.CPU = c.sampleCPU(clients).since(cpuBefore)
+	appendsAfter, err := c.appends(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Appends, res.EventsAppended = appendsAfter[0]-appendsBefore[0], appendsAfter[1]-appendsBefore[1]
 	if err := profiles(); err != nil {
 		return res, err
 	}
@@ -928,6 +943,26 @@ func readMemory(ctx context.Context, client *http.Client, base string, auth func
 
 // ConnectionsMetric is the gauge of connected devices the node exports.
 const ConnectionsMetric = "tvsm_ws_connections"
+
+// The nodes' appends that succeeded and the events they held.
+const (
+	appendsMetric        = `tvsm_eventstore_append_seconds_count{result="ok"}`
+	appendedEventsMetric = "tvsm_eventstore_appended_events_total"
+)
+
+// appends sums the nodes' appends and appended events so far.
+func (c *cluster) appends(ctx context.Context) ([2]int, error) {
+	var sum [2]int
+	for _, n := range c.nodes {
+		m, err := n.metrics(ctx, appendsMetric, appendedEventsMetric)
+		if err != nil {
+			return sum, err
+		}
+		sum[0] += int(m[appendsMetric])
+		sum[1] += int(m[appendedEventsMetric])
+	}
+	return sum, nil
+}
 
 // The counters of delivery claims lost and delivery rounds given up.
 const (
