@@ -84,9 +84,7 @@ func (r *receipts) acceptFrom(c *claimed, at time.Time) {
 	if r.d.clock.Now().Sub(at) > r.d.opts.ReceiptWindow {
 		return
 	}
-	for _, dev := range c.devices {
-		r.book.record(dev, c.send, c.index, c.confirmable, at)
-	}
+	r.book.recordForeign(c.devices, c.send, c.index, c.confirmable, at)
 }
 
 // prune forgets deliveries older than the receipt window (a cron job).

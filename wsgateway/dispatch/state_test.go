@@ -172,6 +172,44 @@ func TestSentBookAcceptsEachReceiptOnce(t *testing.T) {
 	}
 }
 
+func TestSentBookAcceptsEachReceiptOfAnotherNodesClaimOnce(t *testing.T) {
+	// Given another node's claims of a notify and of a confirm message
+	b := newSentBook(3, time.Hour)
+	b.recordForeign([]int64{9, 3, 5}, 100, 0, false, now0) // unsorted, as an old record may be
+	b.recordForeign([]int64{3, 7}, 100, 1, true, now0)
+	if n := b.size(); n != 5 {
+		t.Fatalf("%d devices held, want 5", n)
+	}
+	// When their devices report here, then each delivery is accepted once
+	if b.report(4, 100, 0, receiptAck) || b.report(3, 101, 0, receiptAck) || b.report(9, 100, 1, receiptAck) {
+		t.Fatal("ack of a delivery no claim made accepted")
+	}
+	for _, dev := range []int64{3, 5, 9} {
+		if !b.report(dev, 100, 0, receiptAck) || b.report(dev, 100, 0, receiptAck) {
+			t.Fatalf("device %d: ack accepted other than once", dev)
+		}
+		if b.report(dev, 100, 0, receiptConfirm) {
+			t.Fatalf("device %d: confirm of a notify accepted", dev)
+		}
+	}
+	if !b.report(7, 100, 1, receiptConfirm) || !b.report(7, 100, 1, receiptAck) ||
+		b.report(7, 100, 1, receiptConfirm) || b.report(7, 100, 1, receiptAck) {
+		t.Fatal("confirm message: want one confirm and one ack")
+	}
+	if !b.report(3, 100, 1, receiptAck) {
+		t.Fatal("ack of a confirm message refused")
+	}
+	if n := b.size(); n != 1 { // device 3's confirm is still awaited
+		t.Fatalf("%d entries left, want 1", n)
+	}
+	// and the window forgets claims and entries alike
+	b.recordForeign([]int64{1}, 102, 0, false, now0.Add(30*time.Minute))
+	b.prune(now0.Add(time.Hour + time.Minute))
+	if n := b.size(); n != 1 || b.report(3, 100, 1, receiptConfirm) || !b.report(1, 102, 0, receiptAck) {
+		t.Fatalf("after the window: %d held, or the wrong ones", n)
+	}
+}
+
 func identity(device, account int64) wsgateway.Identity {
 	return wsgateway.Identity{Device: device, Account: account, Provider: 1}
 }
