@@ -18,7 +18,8 @@ import (
 // 127.0.0.3, a provider-wide message; then three nodes on the EventStoreDB
 // protocol double with a client process each. Every device must get it
 // exactly once (the simulators report at their first command, and the
-// server's deliveries are counted).
+// server's deliveries are counted). One node on the double serves as the
+// cluster's baseline.
 func TestBroadcastSmall(t *testing.T) {
 	bin := testutil.Binary(t)
 	// The scenario's pauses for memory to settle serve the benchmark's
@@ -26,6 +27,7 @@ func TestBroadcastSmall(t *testing.T) {
 	for _, o := range []BroadcastOptions{
 		{Devices: 40, Procs: 2, FreshNodes: true, Settle: 100 * time.Millisecond},
 		{Devices: 60, Procs: 3, Nodes: 3, ProfileDir: t.TempDir(), ProfileSeconds: 1, Settle: 100 * time.Millisecond},
+		{Devices: 20, Procs: 1, Backend: BackendESDB, Settle: 100 * time.Millisecond},
 	} {
 		log := new(testutil.SyncBuffer)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -39,8 +41,11 @@ func TestBroadcastSmall(t *testing.T) {
 			t.Fatalf("connected %d, delivered %d, want %d each\n%s", res.Connected, res.Delivered, o.Devices, res)
 		}
 		if res.AllDelivered <= 0 || res.FirstDelivery > res.AllDelivered || res.RSSAfter <= 0 || res.HeapAfter <= 0 ||
-			res.CPU.Nodes <= 0 || res.CPU.Clients <= 0 {
+			res.CPU.Nodes <= 0 || res.CPU.Clients <= 0 || res.Appends <= 0 || res.EventsAppended < res.Appends {
 			t.Fatalf("implausible figures: %+v", res)
+		}
+		if onDouble := o.Nodes > 1 || o.Backend == BackendESDB; onDouble != (res.CPU.Double > 0) {
+			t.Errorf("double's CPU %v, want some only on the double", res.CPU.Double)
 		}
 		if s := res.String(); !strings.Contains(s, fmt.Sprintf("all %d devices after", o.Devices)) {
 			t.Errorf("report %q", s)
@@ -58,5 +63,18 @@ func TestBroadcastSmall(t *testing.T) {
 			}
 		}
 		t.Log(res)
+	}
+}
+
+func TestBroadcastRefusesAnEmbeddedCluster(t *testing.T) {
+	// Given several nodes on the embedded store, or an unknown store
+	for _, o := range []BroadcastOptions{
+		{Binary: "tvsm", Devices: 1, Procs: 1, Nodes: 2, Backend: BackendEmbedded},
+		{Binary: "tvsm", Devices: 1, Procs: 1, Backend: "mysql"},
+	} {
+		// When the scenario starts, then it refuses before starting anything
+		if _, err := Broadcast(context.Background(), o); err == nil || !strings.Contains(err.Error(), "backend") {
+			t.Errorf("%+v: got %v, want an error naming the backend", o, err)
+		}
 	}
 }
