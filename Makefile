@@ -86,15 +86,17 @@ bench-writes:
 # Devices, client processes and nodes of bench-broadcast (NODES > 1: on the
 # EventStoreDB protocol double), and devices a second starting to connect
 # (0: 2,000 per client process). The 100,000-device figure is DEVICES=100000
-# PROCS=12 NODES=6 CONNECT_RATE=500.
+# PROCS=12 NODES=6 CONNECT_RATE=500. BACKEND=esdb puts one node on the
+# double too (the baseline of a cluster); empty: embedded for one node.
 DEVICES      ?= 10000
 PROCS        ?= 4
 NODES        ?= 1
 CONNECT_RATE ?= 0
+BACKEND      ?=
 
 ## bench-broadcast: a user_message to a provider with DEVICES connected devices in PROCS client processes on NODES nodes
 bench-broadcast: build
-	./bin/tvsm bench broadcast --devices $(DEVICES) --procs $(PROCS) --nodes $(NODES) --connect-rate $(CONNECT_RATE) --timeout 60m
+	./bin/tvsm bench broadcast --devices $(DEVICES) --procs $(PROCS) --nodes $(NODES) --connect-rate $(CONNECT_RATE) $(if $(BACKEND),--backend $(BACKEND)) --timeout 60m
 
 # The Centrifugo release bench-vs-centrifugo compares with, built from its
 # source through the Go module proxy into CENTRIFUGO_BIN, outside the
