@@ -106,8 +106,9 @@ type BroadcastResult struct {
 	// message, after the send request started.
 	NodeDelivered []time.Duration
 	// Appends and EventsAppended are the nodes' appends to the event store
-	// and the events they held, summed, from the send until every device
-	// had the message: claims, receipts. On a shared store every node
+	// and the events they held, summed, from the wait for quiet servers
+	// until every device had the message: claims and receipts, and what
+	// the connections left to append. On a shared store every node
 	// receives every one of those events.
 	Appends, EventsAppended int
 	// Quiet is how long the nodes and the double took, once every device
@@ -196,7 +197,7 @@ func (r BroadcastResult) String() string {
 		r.FirstDelivery.Round(time.Microsecond), r.Delivered, r.AllDelivered.Round(time.Microsecond), r.MessagesPerSecond,
 		micros(r.ServerCPUPerMessage()), micros(r.NodeCPUPerMessage()), micros(r.ClientCPUPerMessage()),
 		r.RSSPerDevice()/1024, r.UsedPerDevice()/1024, r.HeapPerDevice()/1024)
-	s += fmt.Sprintf("\nappends during the delivery: %d, holding %d events", r.Appends, r.EventsAppended)
+	s += fmt.Sprintf("\nappends from the wait for quiet to the last delivery: %d, holding %d events", r.Appends, r.EventsAppended)
 	s += fmt.Sprintf("\nthe servers fell quiet %v after the devices connected", r.Quiet.Round(100*time.Millisecond))
 	s += "\n" + r.CPU.String()
 	if len(r.PerNode) > 1 {
@@ -326,19 +327,21 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 		res.HeapBefore, res.HeapAfter = res.HeapBefore+before[i].heap, res.HeapAfter+after[i].heap
 	}
 
+	// Read before the servers fall quiet: a scrape of /metrics measures
+	// the projections' lag, with a subscription of the log's tail.
+	appendsBefore, err := c.appends(ctx)
+	if err != nil {
+		return res, err
+	}
 	// The connections leave work behind them: their events are appended
 	// and every node projects every device's. On a cluster on the double
 	// that takes seconds past the last connection; counted in the
-	// broadcast it would be blamed on the delivery.
+	// broadcast it would be blamed on the delivery. So does a scrape.
 	if res.Quiet, err = c.waitQuiet(ctx, quietLimit, o.Log); err != nil {
 		return res, err
 	}
 	profiles := c.profile(ctx, o.ProfileDir, o.ProfileSeconds, o.Log)
 	fmt.Fprintf(o.Log, "%d devices connected; sending the message\n", res.Connected)
-	appendsBefore, err := c.appends(ctx)
-	if err != nil {
-		return res, err
-	}
 	cpuBefore := c.sampleCPU(clients)
 	sent := time.Now()
 	if err := first.sendMessage(ctx, provider); err != nil {
