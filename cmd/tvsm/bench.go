@@ -69,6 +69,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.Nodes, "nodes", 1, "nodes serving the devices (more than one: on the EventStoreDB protocol double)")
 	fs.IntVar(&o.ConnectRate, "connect-rate", 0, "devices a second starting to connect, over all client processes (0: 2,000 per process)")
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save a CPU profile of every node during the broadcast in")
+	fs.StringVar(&o.ClientReader, "client-reader", "", "how the client processes read their websockets: epoll or goroutine (tvsm simulate -reader; empty: its default)")
 	fs.BoolVar(&o.FreshNodes, "fresh-nodes", false, "start the nodes again before the devices' second connection, so that memory per connection is read on fresh processes")
 	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "bound of the whole run")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -132,6 +133,7 @@ func benchVsCentrifugo(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.IntVar(&o.Pairs, "pairs", 3, "pairs of runs (tvsm, then Centrifugo)")
 	fs.IntVar(&o.ConnectRate, "connect-rate", 0, "devices a second starting to connect, over all client processes (0: 2,000 per process)")
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save CPU profiles of both servers during each broadcast in")
+	fs.StringVar(&o.ClientReader, "client-reader", "", "how the client processes read their websockets: epoll or goroutine (tvsm simulate -reader; empty: its default)")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "bound of each run")
 	if err := fs.Parse(args); err != nil {
 		return err
