@@ -71,6 +71,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&o.Backend, "backend", "", "event store of the nodes: embedded or esdb, the protocol double (default: embedded for one node, esdb for more)")
 	fs.IntVar(&o.ConnectRate, "connect-rate", 0, "devices a second starting to connect, over all client processes (0: 2,000 per process)")
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save a CPU profile of every node during the broadcast in")
+	fs.StringVar(&o.ClientReader, "client-reader", "", "how the client processes read their websockets: epoll or goroutine (tvsm simulate -reader; empty: its default)")
 	fs.BoolVar(&o.FreshNodes, "fresh-nodes", false, "start the nodes again before the devices' second connection, so that memory per connection is read on fresh processes")
 	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "bound of the whole run")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -134,6 +135,7 @@ func benchVsCentrifugo(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.IntVar(&o.Pairs, "pairs", 3, "pairs of runs (tvsm, then Centrifugo)")
 	fs.IntVar(&o.ConnectRate, "connect-rate", 0, "devices a second starting to connect, over all client processes (0: 2,000 per process)")
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save CPU profiles of both servers during each broadcast in")
+	fs.StringVar(&o.ClientReader, "client-reader", "", "how the client processes read their websockets: epoll or goroutine (tvsm simulate -reader; empty: its default)")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "bound of each run")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -70,6 +70,9 @@ type BroadcastOptions struct {
 	// held them, the pages their first connections freed are reused and
 	// the resident set hardly grows.
 	FreshNodes bool
+	// ClientReader is how the client processes read their websockets
+	// (`tvsm simulate -reader`: epoll or goroutine; empty: its default).
+	ClientReader string
 	// Centrifugo, when set, is a Centrifugo executable: the scenario then
 	// runs against it (one node) instead of tvsm, the same client
 	// processes subscribing to one channel, the message published there.
@@ -553,6 +556,7 @@ func (c *cluster) measure(ctx context.Context) ([]nodeMemory, error) {
 func (c *cluster) connectAll(ctx context.Context, o BroadcastOptions, provider int64) (*clients, error) {
 	urls := c.urls()
 	cl, err := startClients(ctx, clientPlan{binary: o.Binary, devices: o.Devices, procs: o.Procs, connectRate: o.ConnectRate, log: o.Log,
+		reader: o.ClientReader,
 		args: func(i int) []string {
 			return []string{"--url", urls[i%len(urls)], "--provider", strconv.FormatInt(provider, 10), "--password", "bench"}
 		}})

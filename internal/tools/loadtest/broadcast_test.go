@@ -15,7 +15,8 @@ import (
 // TestBroadcastSmall runs the benchmark scenario at a small scale with the
 // real binary: a `tvsm serve` process (started again before the second
 // connection), two `tvsm simulate` processes from 127.0.0.2 and
-// 127.0.0.3, a provider-wide message; then three nodes on the EventStoreDB
+// 127.0.0.3, a provider-wide message; the same with the clients' other
+// reader, a goroutine per connection; then three nodes on the EventStoreDB
 // protocol double with a client process each. Every device must get it
 // exactly once (the simulators report at their first command, and the
 // server's deliveries are counted). One node on the double serves as the
@@ -26,6 +27,7 @@ func TestBroadcastSmall(t *testing.T) {
 	// figures; here the deliveries are what is checked.
 	for _, o := range []BroadcastOptions{
 		{Devices: 40, Procs: 2, FreshNodes: true, Settle: 100 * time.Millisecond},
+		{Devices: 20, Procs: 2, Settle: 100 * time.Millisecond, ClientReader: "goroutine"}, // the default is epoll on Linux
 		{Devices: 60, Procs: 3, Nodes: 3, ProfileDir: t.TempDir(), ProfileSeconds: 1, Settle: 100 * time.Millisecond},
 		{Devices: 20, Procs: 1, Backend: BackendESDB, Settle: 100 * time.Millisecond},
 	} {

@@ -283,7 +283,8 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 	defer func() { c.stop() }() // c may be started again
 	res := BroadcastResult{Devices: o.Devices, Procs: o.Procs, Nodes: 1, PerNode: make([]NodeMemory, 1)}
 	plan := clientPlan{binary: o.Binary, devices: o.Devices, procs: o.Procs, connectRate: o.ConnectRate, log: o.Log,
-		args: func(int) []string { return []string{"--url", c.url, "--centrifugo-channel", centrifugoChannel} }}
+		reader: o.ClientReader,
+		args:   func(int) []string { return []string{"--url", c.url, "--centrifugo-channel", centrifugoChannel} }}
 	connectAll := func() (*clients, error) {
 		cl, err := startClients(ctx, plan)
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 type clientPlan struct {
 	binary                      string
 	devices, procs, connectRate int
+	reader                      string // -reader of the clients (empty: their default)
 	log                         io.Writer
 	// args returns what client process i connects to: its arguments
 	// beyond those every client gets.
@@ -61,6 +62,9 @@ func startClients(ctx context.Context, p clientPlan) (*clients, error) {
 		args := append([]string{"simulate", "--devices", strconv.Itoa(n), "--first", strconv.Itoa(first),
 			"--source-ip", fmt.Sprintf("127.0.0.%d", 2+i), "--view-every", "0", "--connect-rate", strconv.Itoa(rate),
 			"--stop-after-commands", "1", "--hold", "--json", "--progress", "0"}, p.args(i)...)
+		if p.reader != "" {
+			args = append(args, "--reader", p.reader)
+		}
 		cmd := exec.CommandContext(ctx, p.binary, args...)
 		cmd.Stderr = p.log
 		out, err := cmd.StdoutPipe()

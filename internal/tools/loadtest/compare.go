@@ -28,6 +28,8 @@ type CompareOptions struct {
 	// ProfileDir, when set, receives CPU profiles of both servers over
 	// each broadcast, in a directory per pair (pair-1, ...).
 	ProfileDir string
+	// ClientReader is as BroadcastOptions'.
+	ClientReader string
 	// Settle is as BroadcastOptions'.
 	Settle time.Duration
 	// Timeout bounds each run (default 5 minutes).
@@ -61,7 +63,7 @@ func Compare(ctx context.Context, o CompareOptions) (Comparison, error) {
 	cmp := Comparison{Devices: o.Devices, Procs: o.Procs, CentrifugoVersion: version, LoadBefore: loadAverage()}
 	for pair := 1; pair <= o.Pairs; pair++ {
 		run := BroadcastOptions{Binary: o.Binary, Devices: o.Devices, Procs: o.Procs, Nodes: 1, ConnectRate: o.ConnectRate,
-			FreshNodes: true, Settle: o.Settle, Timeout: o.Timeout, Log: o.Log}
+			FreshNodes: true, Settle: o.Settle, Timeout: o.Timeout, Log: o.Log, ClientReader: o.ClientReader}
 		if o.ProfileDir != "" {
 			run.ProfileDir = filepath.Join(o.ProfileDir, fmt.Sprintf("pair-%d", pair))
 			if err := os.MkdirAll(run.ProfileDir, 0o755); err != nil {

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"tvsm/internal/platform/schedule"
 )
 
@@ -50,68 +48,64 @@ func (s *Sim) centrifugoDevice(ctx context.Context) {
 
 // centrifugoSession holds one websocket to Centrifugo until it ends.
 func (s *Sim) centrifugoSession(ctx context.Context) error {
-	d := websocket.Dialer{NetDialContext: s.dialer.DialContext, HandshakeTimeout: 10 * time.Second,
-		ReadBufferSize: 512, WriteBufferSize: 512}
 	wsURL := "ws" + strings.TrimPrefix(s.opts.URL, "http") + "/connection/websocket"
-	ws, _, err := d.DialContext(ctx, wsURL, nil)
-	if err != nil {
-		return err
+	h := &centrifugoHandler{s: s, p: newCentrifugoParser(s.opts.CentrifugoChannel)}
+	h.channel, _ = json.Marshal(s.opts.CentrifugoChannel)
+	_, err := s.run(ctx, session{url: wsURL, h: h, handshakeTimeout: centrifugoHandshake,
+		hello: fmt.Appendf(nil, `{"id":%d,"connect":{}}`, centrifugoConnectID)})
+	if h.subscribed {
+		s.c.Connected.Add(-1)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = ws.Close() })
-	defer stop()
-	defer ws.Close()
-	channel, _ := json.Marshal(s.opts.CentrifugoChannel)
-	p := newCentrifugoParser(s.opts.CentrifugoChannel)
-	_ = ws.SetReadDeadline(time.Now().Add(centrifugoHandshake))
-	_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	if err := ws.WriteMessage(websocket.TextMessage, fmt.Appendf(nil, `{"id":%d,"connect":{}}`, centrifugoConnectID)); err != nil {
-		return err
-	}
-	subscribed := false
-	got := 0
-	var r reader
-	for {
-		data, err := r.next(ws)
-		if err != nil {
-			return err
-		}
-		for len(data) > 0 {
-			var line []byte
-			line, data, _ = bytes.Cut(data, []byte("\n"))
-			kind, reply := p.parse(line)
-			switch kind {
-			case centrifugoPublication:
-				arrived := time.Now()
-				s.c.Commands.Add(1)
-				if got++; got == s.opts.StopAfterCommands {
-					s.gotAll(arrived)
-				}
-			case centrifugoPing:
-				_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
-				if err := ws.WriteMessage(websocket.TextMessage, []byte("{}")); err != nil {
+	return err
+}
+
+// centrifugoHandler subscribes once connected, then counts publications
+// and answers pings.
+type centrifugoHandler struct {
+	s          *Sim
+	p          *centrifugoParser
+	channel    []byte // JSON
+	subscribed bool
+	got        int
+}
+
+func (h *centrifugoHandler) message(data []byte, out replies) error {
+	s := h.s
+	for len(data) > 0 {
+		var line []byte
+		line, data, _ = bytes.Cut(data, []byte("\n"))
+		kind, reply := h.p.parse(line)
+		switch kind {
+		case centrifugoPublication:
+			arrived := time.Now()
+			s.c.Commands.Add(1)
+			if h.got++; h.got == s.opts.StopAfterCommands {
+				s.gotAll(arrived)
+			}
+		case centrifugoPing:
+			if err := out.send([]byte("{}")); err != nil {
+				return err
+			}
+		case centrifugoReply:
+			if reply.Error != nil {
+				return fmt.Errorf("centrifugo: command %d: error %d: %s", reply.ID, reply.Error.Code, reply.Error.Message)
+			}
+			switch reply.ID {
+			case centrifugoConnectID:
+				msg := fmt.Appendf(nil, `{"id":%d,"subscribe":{"channel":%s}}`, centrifugoSubscribeID, h.channel)
+				if err := out.send(msg); err != nil {
 					return err
 				}
-			case centrifugoReply:
-				if reply.Error != nil {
-					return fmt.Errorf("centrifugo: command %d: error %d: %s", reply.ID, reply.Error.Code, reply.Error.Message)
-				}
-				switch reply.ID {
-				case centrifugoConnectID:
-					msg := fmt.Appendf(nil, `{"id":%d,"subscribe":{"channel":%s}}`, centrifugoSubscribeID, channel)
-					if err := ws.WriteMessage(websocket.TextMessage, msg); err != nil {
-						return err
-					}
-				case centrifugoSubscribeID:
-					if !subscribed {
-						subscribed = true
-						_ = ws.SetReadDeadline(time.Time{})
-						s.c.Connected.Add(1)
-						defer s.c.Connected.Add(-1)
-					}
+			case centrifugoSubscribeID:
+				if !h.subscribed {
+					h.subscribed = true
+					out.settled()
+					s.c.Connected.Add(1)
 				}
 			}
 		}
 	}
+	return nil
 }
 
 // centrifugoKind is what a message of Centrifugo's is to a client.

@@ -68,7 +68,7 @@ func FuzzParseCentrifugo(f *testing.F) {
 
 // Given Centrifugo's clients, no provider is needed, but accounts cannot
 // be created for them; holding the devices needs a number of commands to
-// hold after.
+// hold after; the reader must be one there is.
 func TestCentrifugoOptions(t *testing.T) {
 	for _, c := range []struct {
 		opts Options
@@ -79,6 +79,8 @@ func TestCentrifugoOptions(t *testing.T) {
 		{Options{URL: "http://127.0.0.1:8000", Devices: 1, CentrifugoChannel: "bench", AdminUser: "admin"}, false},
 		{Options{URL: "http://127.0.0.1:8000", Devices: 1, CentrifugoChannel: "bench", Hold: true}, false},
 		{Options{URL: "http://127.0.0.1:8000", Devices: 1}, false}, // a tvsm node needs the provider
+		{Options{URL: "http://127.0.0.1:8000", Devices: 1, CentrifugoChannel: "bench", Reader: ReaderGoroutine}, true},
+		{Options{URL: "http://127.0.0.1:8000", Devices: 1, CentrifugoChannel: "bench", Reader: "select"}, false},
 	} {
 		if _, err := New(c.opts); (err == nil) != c.ok {
 			t.Errorf("%+v: %v", c.opts, err)

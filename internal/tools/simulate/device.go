@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"tvsm/internal/platform/schedule"
 )
 
@@ -155,60 +153,33 @@ type commandFields struct {
 // session holds one websocket until it ends. relogin is true when the
 // server dropped the device's authorisation.
 func (s *Sim) session(ctx context.Context, i int, token string) (relogin bool, err error) {
-	d := websocket.Dialer{NetDialContext: s.dialer.DialContext, HandshakeTimeout: 10 * time.Second,
-		ReadBufferSize: 512, WriteBufferSize: 512}
 	wsURL := "ws" + strings.TrimPrefix(s.opts.URL, "http") + "/api/device/ws"
-	ws, resp, err := d.DialContext(ctx, wsURL, http.Header{"Authorization": {"Bearer " + token}})
-	if err != nil {
-		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return true, nil
-		}
-		return false, err
-	}
-	s.c.Connected.Add(1)
-	defer s.c.Connected.Add(-1)
-	stop := context.AfterFunc(ctx, func() { _ = ws.Close() })
-	defer stop()
-	defer ws.Close()
-	if s.opts.ViewEvery > 0 {
-		vctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go s.view(vctx, token)
-	}
-	got := 0
-	var r reader
-	var w replier
-	for {
-		data, err := r.next(ws)
-		if err != nil {
-			var ce *websocket.CloseError
-			if errors.As(err, &ce) && ce.Code == 4003 {
-				return true, nil
+	connected := false
+	stopViewing := func() {}
+	unauthorized, err := s.run(ctx, session{
+		url: wsURL, header: http.Header{"Authorization": {"Bearer " + token}},
+		h: &deviceHandler{s: s},
+		connected: func() {
+			connected = true
+			s.c.Connected.Add(1)
+			if s.opts.ViewEvery > 0 {
+				vctx, cancel := context.WithCancel(ctx)
+				stopViewing = cancel
+				go s.view(vctx, token)
 			}
-			return false, err
-		}
-		id, command, ok := parseCommand(data)
-		if !ok {
-			continue
-		}
-		// When it arrived, before the replies: a Centrifugo client
-		// replies nothing, and the two are compared.
-		arrived := time.Now()
-		s.c.Commands.Add(1)
-		if err := w.reply(ws, "ack", id); err != nil {
-			return false, err
-		}
-		s.c.Acks.Add(1)
-		if wantsConfirm(command) {
-			if err := w.reply(ws, "confirm", id); err != nil {
-				return false, err
-			}
-			s.c.Confirms.Add(1)
-		}
-		if got++; got == s.opts.StopAfterCommands {
-			s.gotAll(arrived)
-		}
+		},
+	})
+	stopViewing()
+	if connected {
+		s.c.Connected.Add(-1)
 	}
+	switch {
+	case unauthorized:
+		return true, nil
+	case closeCode(err) == 4003:
+		return true, nil
+	}
+	return false, err
 }
 
 // The simulator receives a message for little CPU, so that a load of many
@@ -216,29 +187,37 @@ func (s *Sim) session(ctx context.Context, i int, token string) (relogin bool, e
 // a buffer the connection reuses, a command in the form the server writes
 // is taken apart by hand, and the replies are assembled in another buffer.
 
-// reader reads whole messages into one buffer, reused.
-type reader struct{ buf []byte }
+// deviceHandler acknowledges a device's commands.
+type deviceHandler struct {
+	s   *Sim
+	got int
+	buf []byte
+}
 
-// next returns the next message; it is valid until the next call.
-func (r *reader) next(ws *websocket.Conn) ([]byte, error) {
-	_, rd, err := ws.NextReader()
-	if err != nil {
-		return nil, err
+func (h *deviceHandler) message(data []byte, out replies) error {
+	id, command, ok := parseCommand(data)
+	if !ok {
+		return nil
 	}
-	r.buf = r.buf[:0]
-	for {
-		if len(r.buf) == cap(r.buf) {
-			r.buf = append(r.buf, 0)[:len(r.buf)]
-		}
-		n, err := rd.Read(r.buf[len(r.buf):cap(r.buf)])
-		r.buf = r.buf[:len(r.buf)+n]
-		if err == io.EOF {
-			return r.buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	// When it arrived, before the replies: a Centrifugo client replies
+	// nothing, and the two are compared.
+	arrived := time.Now()
+	s := h.s
+	s.c.Commands.Add(1)
+	if err := out.send(h.reply("ack", id)); err != nil {
+		return err
 	}
+	s.c.Acks.Add(1)
+	if wantsConfirm(command) {
+		if err := out.send(h.reply("confirm", id)); err != nil {
+			return err
+		}
+		s.c.Confirms.Add(1)
+	}
+	if h.got++; h.got == s.opts.StopAfterCommands {
+		s.gotAll(arrived)
+	}
+	return nil
 }
 
 // commandHead is how the server's command messages begin, up to the
@@ -278,28 +257,18 @@ func wantsConfirm(command []byte) bool {
 	return f.Command == "user_message" && f.Type == "confirm"
 }
 
-// replier writes replies, assembled in one buffer, reused. The write
-// deadline moves once a second rather than before every write.
-type replier struct {
-	buf     []byte
-	movedAt time.Time
-}
-
-func (w *replier) reply(ws *websocket.Conn, kind, id string) error {
-	if now := time.Now(); now.Sub(w.movedAt) >= time.Second {
-		w.movedAt = now
-		_ = ws.SetWriteDeadline(now.Add(10 * time.Second))
-	}
+// reply returns the reply of kind to delivery id, in a buffer reused.
+func (h *deviceHandler) reply(kind, id string) []byte {
 	if !plain(id) {
 		msg, _ := json.Marshal(map[string]string{"type": kind, "id": id})
-		return ws.WriteMessage(websocket.TextMessage, msg)
+		return msg
 	}
-	w.buf = append(w.buf[:0], `{"type":"`...)
-	w.buf = append(w.buf, kind...)
-	w.buf = append(w.buf, `","id":"`...)
-	w.buf = append(w.buf, id...)
-	w.buf = append(w.buf, `"}`...)
-	return ws.WriteMessage(websocket.TextMessage, w.buf)
+	h.buf = append(h.buf[:0], `{"type":"`...)
+	h.buf = append(h.buf, kind...)
+	h.buf = append(h.buf, `","id":"`...)
+	h.buf = append(h.buf, id...)
+	h.buf = append(h.buf, `"}`...)
+	return h.buf
 }
 
 // plain reports whether s goes between JSON quotes as it is: printable

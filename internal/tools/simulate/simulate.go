@@ -64,6 +64,11 @@ type Options struct {
 	// publication in it as a command. Centrifugo's clients acknowledge
 	// nothing; they answer the server's pings. No login, no viewing.
 	CentrifugoChannel string
+	// Reader is how devices read their websockets: ReaderEpoll (the
+	// default on Linux), one goroutine of the process waiting on every
+	// socket, or ReaderGoroutine, a goroutine per connection (the default
+	// elsewhere).
+	Reader string
 	// Setup, when AdminUser is set, creates the missing accounts through the
 	// Provider API first, each with a subscription to Tariff (when > 0).
 	AdminUser, AdminPassword string
@@ -103,6 +108,20 @@ func (o *Options) defaults() error {
 	}
 	if o.ConnectRate <= 0 {
 		o.ConnectRate = 500
+	}
+	switch o.Reader {
+	case "":
+		o.Reader = ReaderGoroutine
+		if epollSupported {
+			o.Reader = ReaderEpoll
+		}
+	case ReaderGoroutine:
+	case ReaderEpoll:
+		if !epollSupported {
+			return readerError(o.Reader)
+		}
+	default:
+		return readerError(o.Reader)
 	}
 	if o.Hold && o.StopAfterCommands <= 0 {
 		return errors.New("simulate: holding the devices after their commands needs a number of commands")
@@ -146,6 +165,8 @@ type Sim struct {
 	http   *http.Client
 	dialer *net.Dialer
 	c      Counters
+	// poller reads the websockets during Run, with ReaderEpoll.
+	poller *poller
 
 	mu        sync.Mutex
 	first     time.Time
@@ -200,6 +221,14 @@ func (s *Sim) Run(ctx context.Context) (Result, error) {
 		if err := s.Setup(ctx); err != nil {
 			return Result{}, err
 		}
+	}
+	if s.opts.Reader == ReaderEpoll {
+		p, err := newPoller()
+		if err != nil {
+			return Result{}, err
+		}
+		s.poller = p
+		defer p.stop()
 	}
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)

@@ -14,11 +14,18 @@ import (
 
 // On a fresh node, -create makes the provider, channel and tariff the
 // devices need; the devices log in, connect, get a command, ack it and
-// report viewing, with no error.
-func TestSimulateOnAFreshNode(t *testing.T) {
+// report viewing, with no error. The devices read with the default reader
+// (epoll on Linux); TestSimulateWithTheGoroutineReader, with the other.
+func TestSimulateOnAFreshNode(t *testing.T) { simulateOnAFreshNode(t, "") }
+
+func TestSimulateWithTheGoroutineReader(t *testing.T) {
+	simulateOnAFreshNode(t, simulate.ReaderGoroutine)
+}
+
+func simulateOnAFreshNode(t *testing.T, reader string) {
 	env := nodetest.Start(t)
 	sim, err := simulate.New(simulate.Options{URL: env.URL, Devices: 5, AdminUser: env.SuperLogin, AdminPassword: env.SuperPassword,
-		CreateCatalog: true, ViewEvery: 100 * time.Millisecond, StopAfterCommands: 1, ConnectRate: 100})
+		CreateCatalog: true, ViewEvery: 100 * time.Millisecond, StopAfterCommands: 1, ConnectRate: 100, Reader: reader})
 	if err != nil {
 		t.Fatal(err)
 	}

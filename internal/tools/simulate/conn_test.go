@@ -1,0 +1,231 @@
+package simulate
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha1"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// echoHandler records the messages of a session and answers each with
+// "got:" and the message.
+type echoHandler struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (h *echoHandler) message(data []byte, out replies) error {
+	h.mu.Lock()
+	h.got = append(h.got, string(data))
+	h.mu.Unlock()
+	return out.send(append([]byte("got:"), data...))
+}
+
+// readers are the readers that run here.
+func readers() []string {
+	if epollSupported {
+		return []string{ReaderEpoll, ReaderGoroutine}
+	}
+	return []string{ReaderGoroutine}
+}
+
+// runSession runs s on a simulation with reader, as a device does.
+func runSession(t *testing.T, reader, url string, s session) error {
+	t.Helper()
+	sim, err := New(Options{URL: url, Devices: 1, CentrifugoChannel: "test", Reader: reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reader == ReaderEpoll {
+		if sim.poller, err = newPoller(); err != nil {
+			t.Fatal(err)
+		}
+		defer sim.poller.stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s.url = "ws" + strings.TrimPrefix(url, "http") + "/ws"
+	_, err = sim.run(ctx, s)
+	return err
+}
+
+// Given a websocket server (gorilla's, which refuses unmasked client
+// frames) that writes a ping, a message, a message in fragments (its write
+// buffer is smaller than the message), then closes with code 4003 once it
+// has read the replies, when a device's session reads it, then the handler
+// gets both messages whole, the server gets the replies and a pong, and
+// the session ends with the close code, with either reader.
+func TestSessionReadsMessagesPingsAndClose(t *testing.T) {
+	for _, reader := range readers() {
+		t.Run(reader, func(t *testing.T) {
+			long := strings.Repeat("0123456789", 30)
+			serverSaw := make(chan []string, 1)
+			up := websocket.Upgrader{WriteBufferSize: 64}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ws, err := up.Upgrade(w, r, nil)
+				if err != nil {
+					return
+				}
+				defer ws.Close()
+				var saw []string
+				pong := make(chan string, 1)
+				ws.SetPongHandler(func(data string) error { pong <- "pong:" + data; return nil })
+				_ = ws.WriteControl(websocket.PingMessage, []byte("are you there"), time.Now().Add(5*time.Second))
+				_ = ws.WriteMessage(websocket.TextMessage, []byte("first"))
+				_ = ws.WriteMessage(websocket.TextMessage, []byte(long))
+				for len(saw) < 2 {
+					_, data, err := ws.ReadMessage() // pongs are handled inside
+					if err != nil {
+						saw = append(saw, "error: "+err.Error())
+						break
+					}
+					saw = append(saw, string(data))
+				}
+				// The pong, written before the replies, was read with them.
+				select {
+				case p := <-pong:
+					saw = append(saw, p)
+				default:
+					saw = append(saw, "no pong")
+				}
+				_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(4003, "signed out"), time.Now().Add(5*time.Second))
+				serverSaw <- saw
+				_, _, _ = ws.ReadMessage() // the echoed close
+			}))
+			defer srv.Close()
+			h := &echoHandler{}
+			err := runSession(t, reader, srv.URL, session{h: h})
+			if closeCode(err) != 4003 {
+				t.Fatalf("session ended with %v, want close 4003", err)
+			}
+			if want := []string{"first", long}; strings.Join(h.got, "|") != strings.Join(want, "|") {
+				t.Fatalf("handler got %q", h.got)
+			}
+			if saw, want := <-serverSaw, []string{"got:first", "got:" + long, "pong:are you there"}; strings.Join(saw, "|") != strings.Join(want, "|") {
+				t.Fatalf("server saw %q, want %q", saw, want)
+			}
+		})
+	}
+}
+
+// Given a server that writes its first message in the same write as its
+// handshake answer, when a device's session opens, then the message is
+// not lost in the handshake's buffer: the handler gets it and the server
+// reads the reply, with either reader.
+func TestSessionKeepsAMessageSentWithTheHandshake(t *testing.T) {
+	for _, reader := range readers() {
+		t.Run(reader, func(t *testing.T) {
+			reply := make(chan string, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				conn, rw, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+				answer := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+					"Sec-WebSocket-Accept: " + base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n"
+				if _, err := conn.Write(append([]byte(answer), serverFrame(true, opText, []byte("hello"))...)); err != nil {
+					return
+				}
+				msg, err := readClientFrame(rw.Reader)
+				if err != nil {
+					msg = "error: " + err.Error()
+				}
+				reply <- msg
+				_, _ = conn.Write(serverFrame(true, opClose, []byte{0x03, 0xe8})) // 1000
+			}))
+			defer srv.Close()
+			h := &echoHandler{}
+			err := runSession(t, reader, srv.URL, session{h: h})
+			if closeCode(err) != 1000 {
+				t.Fatalf("session ended with %v, want close 1000", err)
+			}
+			if strings.Join(h.got, "|") != "hello" {
+				t.Fatalf("handler got %q", h.got)
+			}
+			if got := <-reply; got != "got:hello" {
+				t.Fatalf("server read %q", got)
+			}
+		})
+	}
+}
+
+// readClientFrame reads one short masked text frame, as a client writes it.
+func readClientFrame(r *bufio.Reader) (string, error) {
+	var head [6]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return "", err
+	}
+	if head[0] != 0x81 || head[1]&0x80 == 0 || head[1]&0x7f > 125 {
+		return "", fmt.Errorf("frame head %x: not a short masked text frame", head[:2])
+	}
+	body := make([]byte, head[1]&0x7f)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return "", err
+	}
+	for i := range body {
+		body[i] ^= head[2+i&3]
+	}
+	return string(body), nil
+}
+
+// Given a session whose server answers nothing, when its handshake time
+// passes, or its context ends, then the session ends, with either reader.
+func TestSessionEndsOnDeadlineAndContext(t *testing.T) {
+	for _, reader := range readers() {
+		t.Run(reader, func(t *testing.T) {
+			up := websocket.Upgrader{}
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ws, err := up.Upgrade(w, r, nil)
+				if err != nil {
+					return
+				}
+				defer ws.Close()
+				<-release
+			}))
+			defer srv.Close()
+			defer close(release)
+			if err := runSession(t, reader, srv.URL, session{h: &echoHandler{}, handshakeTimeout: 50 * time.Millisecond}); err == nil {
+				t.Fatal("a session past its handshake time ended without an error")
+			}
+			sim, err := New(Options{URL: srv.URL, Devices: 1, CentrifugoChannel: "test", Reader: reader})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reader == ReaderEpoll {
+				if sim.poller, err = newPoller(); err != nil {
+					t.Fatal(err)
+				}
+				defer sim.poller.stop()
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			ended := make(chan error, 1)
+			connected := make(chan struct{})
+			go func() {
+				_, err := sim.run(ctx, session{url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", h: &echoHandler{},
+					connected: func() { close(connected) }})
+				ended <- err
+			}()
+			<-connected
+			cancel()
+			if err := <-ended; err == nil {
+				t.Fatal("a session whose context ended returned no error")
+			}
+		})
+	}
+}
+
+var _ net.Conn = (*handshakeConn)(nil)

@@ -1,0 +1,303 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// A device's goroutine blocked in a read is woken through the Go runtime's
+// netpoller for each message, and the wakeups, not the reading, were most
+// of the simulator's CPU per message. The poller instead takes the
+// sockets from the runtime (a duplicate of each descriptor) and one
+// goroutine waits on all of them with epoll: a wakeup brings every socket
+// ready by then, read with one read(2) each and decoded by frameReader;
+// the replies are written at once with write(2). The device's goroutine
+// waits, parked, until its session ends.
+
+// epollSupported tells that ReaderEpoll runs here.
+const epollSupported = true
+
+// writeTimeout bounds a reply's wait for room in the socket's buffer.
+const writeTimeout = 10 * time.Second
+
+// poller reads the sockets it was given until stopped.
+type poller struct {
+	epfd   int
+	wakeR  int // the read end of a pipe that ends the loop
+	wakeW  int
+	mu     sync.Mutex
+	conns  map[int32]*pollConn
+	ended  chan struct{}
+	closed bool
+}
+
+// newPoller starts a poller.
+func newPoller() (*poller, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("simulate: epoll: %w", err)
+	}
+	var pipe [2]int
+	if err := syscall.Pipe2(pipe[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
+		_ = syscall.Close(epfd)
+		return nil, fmt.Errorf("simulate: pipe: %w", err)
+	}
+	p := &poller{epfd: epfd, wakeR: pipe[0], wakeW: pipe[1], conns: map[int32]*pollConn{}, ended: make(chan struct{})}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, p.wakeR, &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(p.wakeR)}); err != nil {
+		p.closeFDs()
+		return nil, fmt.Errorf("simulate: epoll: %w", err)
+	}
+	go p.loop()
+	return p, nil
+}
+
+// stop ends the loop and waits for it; the sessions must have ended.
+func (p *poller) stop() {
+	_, _ = syscall.Write(p.wakeW, []byte{0})
+	<-p.ended
+	p.closeFDs()
+}
+
+func (p *poller) closeFDs() {
+	_ = syscall.Close(p.epfd)
+	_ = syscall.Close(p.wakeR)
+	_ = syscall.Close(p.wakeW)
+}
+
+// loop waits for sockets to be readable and reads them, in turn.
+func (p *poller) loop() {
+	defer close(p.ended)
+	events := make([]syscall.EpollEvent, 256)
+	for {
+		n, err := syscall.EpollWait(p.epfd, events, -1)
+		if err != nil {
+			if err == syscall.EINTR {
+				continue
+			}
+			panic(fmt.Sprintf("simulate: epoll_wait: %v", err)) // a bad descriptor: a bug of ours
+		}
+		for _, ev := range events[:n] {
+			if int(ev.Fd) == p.wakeR {
+				return
+			}
+			p.mu.Lock()
+			c := p.conns[ev.Fd]
+			p.mu.Unlock()
+			if c == nil {
+				continue
+			}
+			if err := c.readable(); err != nil {
+				p.end(c, err)
+			}
+		}
+	}
+}
+
+// serve reads the socket fd (its own descriptor: the session closes it)
+// for session s until the session ends or ctx is done. rest are the bytes
+// read past the handshake.
+func (p *poller) serve(ctx context.Context, fd int, rest []byte, s session) error {
+	c := &pollConn{fd: fd, h: s.h, done: make(chan error, 1)}
+	if s.handshakeTimeout > 0 {
+		c.deadline = time.AfterFunc(s.handshakeTimeout, c.shutdown)
+		defer c.deadline.Stop()
+	}
+	stop := context.AfterFunc(ctx, c.shutdown)
+	defer stop()
+	err := func() error {
+		if s.hello != nil {
+			if err := c.send(s.hello); err != nil {
+				return err
+			}
+		}
+		c.frames.feed(rest)
+		if err := c.decode(); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.conns[int32(fd)] = c
+		p.mu.Unlock()
+		return syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, fd, &syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)})
+	}()
+	if err != nil {
+		p.end(c, err)
+	}
+	return <-c.done
+}
+
+// end forgets c, closes its socket and ends its session with err.
+func (p *poller) end(c *pollConn, err error) {
+	p.mu.Lock()
+	delete(p.conns, int32(c.fd))
+	p.mu.Unlock()
+	_ = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, c.fd, nil) // not registered yet: nothing to undo
+	c.mu.Lock()
+	c.closed = true
+	_ = syscall.Close(c.fd)
+	c.mu.Unlock()
+	c.done <- err
+}
+
+// pollConn is a socket of the poller. Only the poller's goroutine reads
+// and writes it once it is registered; shutdown may come from anywhere.
+type pollConn struct {
+	fd       int
+	h        handler
+	frames   frameReader
+	wbuf     []byte
+	deadline *time.Timer
+	done     chan error
+
+	mu     sync.Mutex // closed, against shutting down a descriptor reused
+	closed bool
+}
+
+// readable reads what arrived and handles the whole messages in it.
+func (c *pollConn) readable() error {
+	n, err := syscall.Read(c.fd, c.frames.space())
+	switch {
+	case err == syscall.EAGAIN || err == syscall.EINTR:
+		return nil
+	case err != nil:
+		return err
+	case n == 0:
+		return io.EOF
+	}
+	c.frames.filled(n)
+	return c.decode()
+}
+
+// decode handles the whole messages and control frames buffered.
+func (c *pollConn) decode() error {
+	for {
+		op, payload, ok, err := c.frames.next()
+		if err != nil || !ok {
+			return err
+		}
+		switch op {
+		case opText, opBinary:
+			err = c.h.message(payload, c)
+		case opPing:
+			err = c.write(opPong, payload)
+		case opClose:
+			// Echo its code, as the protocol asks, then hang up.
+			_ = c.write(opClose, payload[:min(len(payload), 2)])
+			return closeFrameError(payload)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (c *pollConn) send(msg []byte) error { return c.write(opText, msg) }
+
+func (c *pollConn) settled() {
+	if c.deadline != nil {
+		c.deadline.Stop()
+	}
+}
+
+// write writes one frame, waiting for room in the socket's buffer when
+// there is none.
+func (c *pollConn) write(op byte, payload []byte) error {
+	c.wbuf = appendClientFrame(c.wbuf[:0], op, payload)
+	b := c.wbuf
+	var until time.Time
+	for len(b) > 0 {
+		n, err := syscall.Write(c.fd, b)
+		switch {
+		case n > 0:
+			b = b[n:]
+		case err == syscall.EINTR:
+		case err == syscall.EAGAIN:
+			if until.IsZero() {
+				until = time.Now().Add(writeTimeout)
+			}
+			if err := waitWritable(c.fd, until); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		}
+	}
+	return nil
+}
+
+// shutdown ends the connection from outside the poller: the poller then
+// reads its end and ends the session.
+func (c *pollConn) shutdown() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		_ = syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
+	}
+}
+
+// waitWritable waits until fd may be written or until passes.
+func waitWritable(fd int, until time.Time) error {
+	type pollFd struct {
+		fd             int32
+		events, revent int16
+	}
+	const pollOut = 0x4
+	for {
+		left := time.Until(until)
+		if left <= 0 {
+			return fmt.Errorf("simulate: write: %w", errWriteTimeout)
+		}
+		pfd := pollFd{fd: int32(fd), events: pollOut}
+		ts := syscall.NsecToTimespec(left.Nanoseconds())
+		_, _, errno := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		if errno != 0 && errno != syscall.EINTR {
+			return errno
+		}
+		if pfd.revent != 0 {
+			return nil
+		}
+	}
+}
+
+var errWriteTimeout = errors.New("no room in the socket's buffer for 10 s")
+
+// takeFD takes conn's socket from the Go runtime: a duplicate of its
+// descriptor (non-blocking, as the runtime set it, and close-on-exec),
+// then conn closed, which removes the runtime's interest in it.
+func takeFD(conn net.Conn) (int, error) {
+	tc, ok := conn.(*net.TCPConn)
+	if !ok {
+		return -1, fmt.Errorf("simulate: %T is no TCP connection", conn)
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var dupErr error
+	if err := rc.Control(func(orig uintptr) {
+		r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, orig, syscall.F_DUPFD_CLOEXEC, 0)
+		if errno != 0 {
+			dupErr = errno
+			return
+		}
+		fd = int(r)
+	}); err != nil {
+		return -1, err
+	}
+	if dupErr != nil {
+		return -1, dupErr
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		_ = syscall.Close(fd)
+		return -1, err
+	}
+	_ = tc.Close()
+	return fd, nil
+}
