@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -20,6 +21,14 @@ import (
 // ready by then, read with one read(2) each and decoded by frameReader;
 // the replies are written at once with write(2). The device's goroutine
 // waits, parked, until its session ends.
+//
+// The poller's goroutine does not block in epoll_wait itself: a thread
+// blocked in a system call must win a P back when it returns, which on a
+// busy machine delayed the first message by tens to hundreds of
+// milliseconds. The epoll descriptor is handed to the runtime's own
+// poller instead (an epoll descriptor is readable while it has events), so
+// the goroutine parks like any reader and calls epoll_wait only when it
+// returns at once.
 
 // epollSupported tells that ReaderEpoll runs here.
 const epollSupported = true
@@ -30,7 +39,9 @@ const writeTimeout = 10 * time.Second
 // poller reads the sockets it was given until stopped.
 type poller struct {
 	epfd   int
-	wakeR  int // the read end of a pipe that ends the loop
+	ep     *os.File        // epfd, owned by the runtime's poller
+	raw    syscall.RawConn // waits for ep to be readable
+	wakeR  int             // the read end of a pipe that ends the loop
 	wakeW  int
 	mu     sync.Mutex
 	conns  map[int32]*pollConn
@@ -49,7 +60,17 @@ func newPoller() (*poller, error) {
 		_ = syscall.Close(epfd)
 		return nil, fmt.Errorf("simulate: pipe: %w", err)
 	}
-	p := &poller{epfd: epfd, wakeR: pipe[0], wakeW: pipe[1], conns: map[int32]*pollConn{}, ended: make(chan struct{})}
+	if err := syscall.SetNonblock(epfd, true); err != nil {
+		_ = syscall.Close(epfd)
+		return nil, fmt.Errorf("simulate: epoll: %w", err)
+	}
+	p := &poller{epfd: epfd, ep: os.NewFile(uintptr(epfd), "epoll"), wakeR: pipe[0], wakeW: pipe[1], conns: map[int32]*pollConn{}, ended: make(chan struct{})}
+	raw, err := p.ep.SyscallConn()
+	if err != nil {
+		p.closeFDs()
+		return nil, fmt.Errorf("simulate: epoll: %w", err)
+	}
+	p.raw = raw
 	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, p.wakeR, &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(p.wakeR)}); err != nil {
 		p.closeFDs()
 		return nil, fmt.Errorf("simulate: epoll: %w", err)
@@ -66,7 +87,7 @@ func (p *poller) stop() {
 }
 
 func (p *poller) closeFDs() {
-	_ = syscall.Close(p.epfd)
+	_ = p.ep.Close()
 	_ = syscall.Close(p.wakeR)
 	_ = syscall.Close(p.wakeW)
 }
@@ -76,11 +97,19 @@ func (p *poller) loop() {
 	defer close(p.ended)
 	events := make([]syscall.EpollEvent, 256)
 	for {
-		n, err := syscall.EpollWait(p.epfd, events, -1)
-		if err != nil {
-			if err == syscall.EINTR {
-				continue
+		var n int
+		var waitErr error
+		err := p.raw.Read(func(fd uintptr) bool {
+			n, waitErr = syscall.EpollWait(int(fd), events, 0)
+			if waitErr == syscall.EINTR {
+				n, waitErr = 0, nil
 			}
+			return waitErr != nil || n > 0 // none ready: park until ep is readable
+		})
+		if err == nil {
+			err = waitErr
+		}
+		if err != nil {
 			panic(fmt.Sprintf("simulate: epoll_wait: %v", err)) // a bad descriptor: a bug of ours
 		}
 		for _, ev := range events[:n] {
