@@ -31,13 +31,21 @@ func (d *Dispatcher) deliver(ctx context.Context, s *sendState, want map[int][]i
 	for idx := range want {
 		items[idx] = s.items[idx]
 	}
-	won, err := d.claim(ctx, s, want)
+	won, recorded, err := d.claim(ctx, s, want)
 	if err != nil {
 		d.stats.claimFailures.Add(1)
 		d.log.Warn("delivery round failed; retrying later", "send", s.id, "error", err)
 		return err
 	}
 	d.write(s.id, items, won)
+	// The claim in memory is noted once the devices have been written to,
+	// so that the first device does not wait for it: nothing reads the
+	// state meanwhile (the loop runs both).
+	if recorded {
+		for idx, devices := range won {
+			d.state.claim(s, idx, devices, s.items[idx].late())
+		}
+	}
 	return nil
 }
 
@@ -46,43 +54,41 @@ func (d *Dispatcher) deliver(ctx context.Context, s *sendState, want map[int][]i
 // expiries), drops what is no longer due and tries again. It gives up
 // after losing ClaimRetries times to appends it read, or ClaimRetries
 // times to appends it could not read yet. It returns the devices this node
-// won, per index.
-func (d *Dispatcher) claim(ctx context.Context, s *sendState, want map[int][]int64) (map[int][]int64, error) {
+// won, per index; recorded says the caller is to note them as claimed in
+// the state (state.claim), which reading the stream forward did otherwise.
+func (d *Dispatcher) claim(ctx context.Context, s *sendState, want map[int][]int64) (won map[int][]int64, recorded bool, err error) {
 	lost, unseen := 0, 0
 	for {
 		want = d.stillDue(s, want)
 		if len(want) == 0 {
-			return nil, nil
+			return nil, false, nil
 		}
 		if lost == d.opts.ClaimRetries || unseen == d.opts.ClaimRetries {
-			return nil, errConflicts
+			return nil, false, errConflicts
 		}
 		events, err := d.claimEvents(s, want)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		res, err := d.appendEvents(ctx, s.stream, eventstore.Exact(s.rev), events)
 		if err == nil {
 			d.stats.claims.Add(1)
-			for idx, devices := range want {
-				d.state.claim(s, idx, devices, s.items[idx].late())
-			}
 			roundsRecorded(s, want)
 			d.state.setRev(s, res.NextExpected)
-			return want, nil
+			return want, true, nil
 		}
 		if !isConflict(err) {
-			return nil, err
+			return nil, false, err
 		}
 		d.stats.conflicts.Add(1)
 		rev := s.rev
 		landed, err := d.readForward(ctx, s, events.Data())
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if landed { // an earlier try of this very append had landed after all
 			roundsRecorded(s, want)
-			return want, nil
+			return want, false, nil
 		}
 		if s.rev != rev {
 			lost++ // to another node's claim, now read: try again at once
@@ -93,7 +99,7 @@ func (d *Dispatcher) claim(ctx context.Context, s *sendState, want map[int][]int
 		// would lose again, so pause, jittered and growing.
 		unseen++
 		if err := d.recorder().Policy.Pause(ctx, unseen); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 }
