@@ -67,7 +67,7 @@ func TestAcksAndConfirmsBecomeReceiptEvents(t *testing.T) {
 
 func TestSlowConsumerIsClosedWithoutHoldingUpOthers(t *testing.T) {
 	e := newEnv(t)
-	n := e.startNode(t, "n1", t.TempDir(), wsgateway.Options{QueueSize: 32, WriteWait: 500 * time.Millisecond})
+	n := e.startNode(t, "n1", t.TempDir(), wsgateway.Options{QueueSize: 32, WriteWait: 5 * time.Second})
 	tiny := &websocket.Dialer{
 		HandshakeTimeout: 5 * time.Second,
 		ReadBufferSize:   256,
