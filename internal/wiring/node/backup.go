@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +31,7 @@ const backupIdle = 15 * time.Minute
 // consistently while it serves (the embedded store).
 type checkpointer interface {
 	Checkpoint(ctx context.Context, dir string) (eventembedded.Summary, error)
+	EventIDAt(pos uint64) (eventstore.EventID, bool, error)
 }
 
 // Backups stages online backups of the node (httpapi.Backups): a
@@ -65,8 +68,9 @@ func (n *Node) startBackups(context.Context, Options) error {
 
 // Start stages a backup and returns its manifest: the files to copy with
 // their sizes and SHA-256. It fails with backup.ErrNotOwned on a store the
-// node does not own (EventStoreDB) and backup.ErrRunning while another is
-// being staged.
+// node does not own (EventStoreDB), backup.ErrRunning while another is
+// being staged, and backup.ErrNotSameLog for an incremental one since a
+// backup of another log.
 //
 // The order is what makes the parts agree. The snapshots are copied
 // first, so they are at or before the log's copy and a node started on
@@ -76,10 +80,15 @@ func (n *Node) startBackups(context.Context, Options) error {
 // the read model has applied the copy's last event, every account it
 // knows as erased is erased in the copied key file too, so an erasure
 // whose key was still being destroyed cannot come back with the backup.
-func (b *Backups) Start(ctx context.Context, includeMasterKey bool) (backup.Manifest, error) {
+func (b *Backups) Start(ctx context.Context, req backup.Request) (backup.Manifest, error) {
 	cp, ok := b.n.backend.(checkpointer)
 	if !ok {
 		return backup.Manifest{}, backup.ErrNotOwned
+	}
+	if req.Since != nil {
+		if err := sameLog(cp, req.Since); err != nil {
+			return backup.Manifest{}, err
+		}
 	}
 	b.mu.Lock()
 	if b.running || b.closed {
@@ -101,7 +110,7 @@ func (b *Backups) Start(ctx context.Context, includeMasterKey bool) (backup.Mani
 	id := newBackupID()
 	dir := filepath.Join(b.dir, id)
 	started := time.Now()
-	m, err := b.stage(ctx, cp, id, dir, includeMasterKey)
+	m, err := b.stage(ctx, cp, id, dir, req)
 	if err != nil {
 		if rmErr := os.RemoveAll(dir); rmErr != nil {
 			b.n.log.Warn("removing a failed backup", "dir", dir, "error", rmErr)
@@ -118,11 +127,33 @@ func (b *Backups) Start(ctx context.Context, includeMasterKey bool) (backup.Mani
 	st.expiry = time.AfterFunc(backupIdle, func() { b.expire(st) })
 	b.staged = st
 	b.n.log.Info("backup staged", "id", id, "position", m.Position, "events", m.Events,
-		"bytes", m.TotalSize(), "took", time.Since(started))
+		"bytes", m.TotalSize(), "bytes_to_copy", m.StoredSize(), "incremental", m.Parent != nil, "took", time.Since(started))
 	return m, nil
 }
 
-func (b *Backups) stage(ctx context.Context, cp checkpointer, id, dir string, includeMasterKey bool) (backup.Manifest, error) {
+// sameLog checks that the log copied by the backup since describes is a
+// prefix of the node's: the node holds the same event at its position.
+// Then the node's sstables of the same name are the ones it copied (pebble
+// never reuses a file number in a store, and a store restored from a
+// backup goes on past the numbers the backup holds).
+func sameLog(cp checkpointer, since *backup.Since) error {
+	if since.Position == 0 {
+		return nil
+	}
+	id, found, err := cp.EventIDAt(since.Position)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return fmt.Errorf("%w: it ends at position %d, past this node's log", backup.ErrNotSameLog, since.Position)
+	case id.String() != since.LastEventID:
+		return fmt.Errorf("%w: its event at position %d is not this node's", backup.ErrNotSameLog, since.Position)
+	}
+	return nil
+}
+
+func (b *Backups) stage(ctx context.Context, cp checkpointer, id, dir string, req backup.Request) (backup.Manifest, error) {
+	includeMasterKey := req.IncludeMasterKey
 	if b.n.fileKeys == nil {
 		return backup.Manifest{}, errors.New("node: the subjects' keys are not in a key file this node can copy")
 	}
@@ -159,14 +190,28 @@ func (b *Backups) stage(ctx context.Context, cp checkpointer, id, dir string, in
 		}
 		note.Included = true
 	}
-	files, err := hashTree(dir)
+	lastID := ""
+	if sum.Last > 0 {
+		eid, found, err := cp.EventIDAt(sum.Last)
+		if err != nil || !found {
+			return backup.Manifest{}, fmt.Errorf("node: backup: the event at position %d: %v (found %v)", sum.Last, err, found)
+		}
+		lastID = eid.String()
+	}
+	var parent *backup.Parent
+	var since []backup.File
+	if req.Since != nil {
+		parent = &backup.Parent{ID: req.Since.ID, Position: req.Since.Position, ManifestSHA256: req.Since.ManifestSHA256}
+		since = req.Since.Files
+	}
+	files, err := hashTree(ctx, dir, since)
 	if err != nil {
 		return backup.Manifest{}, err
 	}
 	return backup.Manifest{
 		Format: backup.Format, ID: id, TvsmVersion: b.n.version, Created: time.Now().UTC(),
-		Store: "embedded", StoreFormat: sum.Format, Position: sum.Last, Events: sum.Events,
-		MasterKey: note, Files: files,
+		Store: "embedded", StoreFormat: sum.Format, Position: sum.Last, Events: sum.Events, LastEventID: lastID,
+		Parent: parent, MasterKey: note, Files: files,
 	}, nil
 }
 
@@ -276,22 +321,35 @@ func copyNew(from, to string) error {
 }
 
 // hashTree lists every file under dir with its size and SHA-256, by its
-// slash-separated path relative to dir, in path order.
-func hashTree(dir string) ([]backup.File, error) {
+// slash-separated path relative to dir, in path order. With the files of
+// an earlier backup (since), an sstable of the same path and size is left
+// to it unread, and a file whose first bytes are the earlier one's of the
+// same path, as their SHA-256 shows, keeps only the rest in dir. It reads
+// at backup.DefaultRate, beside the node's work.
+func hashTree(ctx context.Context, dir string, since []backup.File) ([]backup.File, error) {
+	pace := backup.NewPacer(backup.DefaultRate)
+	earlier := make(map[string]backup.File, len(since))
+	for _, f := range since {
+		earlier[f.Path] = f
+	}
 	var files []backup.File
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
 			return err
 		}
-		size, sum, err := backup.HashFile(p)
+		rel = filepath.ToSlash(rel)
+		f, err := hashFile(p, rel, earlier, pace)
 		if err != nil {
 			return err
 		}
-		files = append(files, backup.File{Path: filepath.ToSlash(rel), Size: size, SHA256: sum})
+		files = append(files, f)
 		return nil
 	})
 	slices.SortFunc(files, func(a, b backup.File) int {
@@ -304,4 +362,50 @@ func hashTree(dir string) ([]backup.File, error) {
 		return 0
 	})
 	return files, err
+}
+
+// hashFile describes the staged file at p (rel in the backup) against the
+// earlier backup's files.
+func hashFile(p, rel string, earlier map[string]backup.File, pace *backup.Pacer) (backup.File, error) {
+	info, err := os.Stat(p)
+	if err != nil {
+		return backup.File{}, err
+	}
+	prev, had := earlier[rel]
+	if had && prev.Size == info.Size() && strings.HasPrefix(rel, backup.EventsDir+"/") && strings.HasSuffix(rel, ".sst") {
+		return backup.File{Path: rel, Size: prev.Size, SHA256: prev.SHA256, InParent: true}, nil
+	}
+	if !had || prev.Size == 0 || prev.Size > info.Size() {
+		size, sum, err := backup.HashFilePaced(p, pace)
+		return backup.File{Path: rel, Size: size, SHA256: sum}, err
+	}
+	src, err := os.Open(p)
+	if err != nil {
+		return backup.File{}, err
+	}
+	defer src.Close()
+	whole := sha256.New()
+	if _, err := pace.Copy(whole, io.LimitReader(src, prev.Size), nil); err != nil {
+		return backup.File{}, err
+	}
+	if hex.EncodeToString(whole.Sum(nil)) != prev.SHA256 {
+		size, sum, err := backup.HashFilePaced(p, pace)
+		return backup.File{Path: rel, Size: size, SHA256: sum}, err
+	}
+	// The first bytes are the earlier backup's: the rest replaces the file.
+	tail := sha256.New()
+	tmp := p + ".tail"
+	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return backup.File{}, err
+	}
+	n, err := pace.Copy(io.MultiWriter(dst, tail, whole), src, nil)
+	if err = errors.Join(err, dst.Close()); err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		return backup.File{}, errors.Join(err, os.Remove(tmp))
+	}
+	return backup.File{Path: rel, Size: prev.Size + n, SHA256: hex.EncodeToString(whole.Sum(nil)),
+		ParentPrefix: prev.Size, TailSHA256: hex.EncodeToString(tail.Sum(nil))}, nil
 }
