@@ -133,7 +133,9 @@ func summarize(dir string) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("embedded: checkpoint: %w", err)
 	}
-	for _, seq := range segs {
+	// The newest segment with a record holds the last one.
+	for i := len(segs) - 1; i >= 0; i-- {
+		seq := segs[i]
 		data, err := os.ReadFile(l.path(seq))
 		if err != nil {
 			return Summary{}, fmt.Errorf("embedded: checkpoint: %w", err)
@@ -160,6 +162,7 @@ func summarize(dir string) (Summary, error) {
 			return Summary{}, fmt.Errorf("embedded: checkpoint: commit log segment %d: %w", seq, err)
 		}
 		last = max(last, hi)
+		break
 	}
 	return Summary{Format: formatVersion, Last: last, Events: last}, nil
 }

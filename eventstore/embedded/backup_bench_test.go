@@ -203,3 +203,114 @@ func median(xs []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkIncrementalBackup measures what an incremental backup saves: on
+// a store of backupBenchEvents events, each round makes a full backup
+// (Checkpoint, the node's hashing, the client's synced copy, both at the
+// default pace), appends 1% more events, and makes an incremental backup
+// since the full one (the same, leaving to the full backup what it holds).
+// incremental/full is the ratio of their times.
+func BenchmarkIncrementalBackup(b *testing.B) {
+	events, rate := backupBenchEvents(b), backupBenchRate(b)
+	s, err := embedded.Open(b.TempDir(), embedded.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	fill(b, s, events)
+	var ratios, fulls, incs, incBytes []float64
+	for i := 0; b.Loop(); i++ {
+		dir := filepath.Join(b.TempDir(), fmt.Sprint(i))
+		started := time.Now()
+		full, err := stageAndCopy(s, filepath.Join(dir, "full"), nil, rate)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fullTime := time.Since(started)
+		more(b, s, events/100, i)
+		started = time.Now()
+		inc, err := stageAndCopy(s, filepath.Join(dir, "inc"), full, rate)
+		if err != nil {
+			b.Fatal(err)
+		}
+		incTime := time.Since(started)
+		ratios = append(ratios, incTime.Seconds()/fullTime.Seconds())
+		fulls = append(fulls, float64(fullTime.Milliseconds()))
+		incs = append(incs, float64(incTime.Milliseconds()))
+		incBytes = append(incBytes, float64(stored(inc))/float64(stored(full)))
+		os.RemoveAll(dir)
+	}
+	b.ReportMetric(median(ratios), "incremental/full")
+	b.ReportMetric(median(fulls), "full-ms")
+	b.ReportMetric(median(incs), "incremental-ms")
+	b.Logf("%d events + 1%%, paced at %d MiB/s; incremental/full time %v, bytes copied %v; full ms %v, incremental ms %v",
+		events, rate>>20, ratios, incBytes, fulls, incs)
+}
+
+// stageAndCopy does what the node and tvsm backup do: checkpoint into
+// dir/staged, hash (since the earlier backup's files, when given), then
+// copy the bytes the backup holds into dir/copy, synced; both at rate.
+func stageAndCopy(s *embedded.Store, dir string, since []backup.File, rate int64) ([]backup.File, error) {
+	staged := filepath.Join(dir, "staged")
+	if _, err := s.Checkpoint(context.Background(), filepath.Join(staged, backup.EventsDir)); err != nil {
+		return nil, err
+	}
+	files, err := backup.HashTree(context.Background(), staged, since, backup.NewPacer(rate))
+	if err != nil {
+		return nil, err
+	}
+	client := backup.NewPacer(rate)
+	for _, f := range files {
+		if f.InParent {
+			continue
+		}
+		to := filepath.Join(dir, "copy", filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+			return nil, err
+		}
+		src, err := os.Open(filepath.Join(staged, filepath.FromSlash(f.Path)))
+		if err != nil {
+			return nil, err
+		}
+		dst, err := os.Create(to)
+		if err == nil {
+			_, err = client.Copy(io.MultiWriter(dst, sha256.New()), src, dst)
+			err = errors.Join(err, dst.Close())
+		}
+		src.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// stored is the bytes a backup of files holds itself.
+func stored(files []backup.File) int64 {
+	return backup.Manifest{Files: files}.StoredSize()
+}
+
+// more appends n events in appends of 100 from 16 writers, as fill does.
+func more(b *testing.B, s *embedded.Store, n, round int) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for {
+				first := int(next.Add(100)) - 100
+				if first >= n {
+					return
+				}
+				evs := make([]eventstore.EventData, 0, 100)
+				for i := first; i < min(first+100, n); i++ {
+					evs = append(evs, benchEvent(fmt.Sprintf("more-%d", round), i))
+				}
+				if _, err := s.Append(context.Background(), fmt.Sprintf("more-%d-%d-%d", round, w, first), eventstore.NoStream, evs...); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -204,7 +201,7 @@ func (b *Backups) stage(ctx context.Context, cp checkpointer, id, dir string, re
 		parent = &backup.Parent{ID: req.Since.ID, Position: req.Since.Position, ManifestSHA256: req.Since.ManifestSHA256}
 		since = req.Since.Files
 	}
-	files, err := hashTree(ctx, dir, since)
+	files, err := backup.HashTree(ctx, dir, since, backup.NewPacer(backup.DefaultRate))
 	if err != nil {
 		return backup.Manifest{}, err
 	}
@@ -318,94 +315,4 @@ func copyNew(from, to string) error {
 	}
 	_, err = io.Copy(dst, src)
 	return errors.Join(err, dst.Sync(), dst.Close())
-}
-
-// hashTree lists every file under dir with its size and SHA-256, by its
-// slash-separated path relative to dir, in path order. With the files of
-// an earlier backup (since), an sstable of the same path and size is left
-// to it unread, and a file whose first bytes are the earlier one's of the
-// same path, as their SHA-256 shows, keeps only the rest in dir. It reads
-// at backup.DefaultRate, beside the node's work.
-func hashTree(ctx context.Context, dir string, since []backup.File) ([]backup.File, error) {
-	pace := backup.NewPacer(backup.DefaultRate)
-	earlier := make(map[string]backup.File, len(since))
-	for _, f := range since {
-		earlier[f.Path] = f
-	}
-	var files []backup.File
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		f, err := hashFile(p, rel, earlier, pace)
-		if err != nil {
-			return err
-		}
-		files = append(files, f)
-		return nil
-	})
-	slices.SortFunc(files, func(a, b backup.File) int {
-		switch {
-		case a.Path < b.Path:
-			return -1
-		case a.Path > b.Path:
-			return 1
-		}
-		return 0
-	})
-	return files, err
-}
-
-// hashFile describes the staged file at p (rel in the backup) against the
-// earlier backup's files.
-func hashFile(p, rel string, earlier map[string]backup.File, pace *backup.Pacer) (backup.File, error) {
-	info, err := os.Stat(p)
-	if err != nil {
-		return backup.File{}, err
-	}
-	prev, had := earlier[rel]
-	if had && prev.Size == info.Size() && strings.HasPrefix(rel, backup.EventsDir+"/") && strings.HasSuffix(rel, ".sst") {
-		return backup.File{Path: rel, Size: prev.Size, SHA256: prev.SHA256, InParent: true}, nil
-	}
-	if !had || prev.Size == 0 || prev.Size > info.Size() {
-		size, sum, err := backup.HashFilePaced(p, pace)
-		return backup.File{Path: rel, Size: size, SHA256: sum}, err
-	}
-	src, err := os.Open(p)
-	if err != nil {
-		return backup.File{}, err
-	}
-	defer src.Close()
-	whole := sha256.New()
-	if _, err := pace.Copy(whole, io.LimitReader(src, prev.Size), nil); err != nil {
-		return backup.File{}, err
-	}
-	if hex.EncodeToString(whole.Sum(nil)) != prev.SHA256 {
-		size, sum, err := backup.HashFilePaced(p, pace)
-		return backup.File{Path: rel, Size: size, SHA256: sum}, err
-	}
-	// The first bytes are the earlier backup's: the rest replaces the file.
-	tail := sha256.New()
-	tmp := p + ".tail"
-	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return backup.File{}, err
-	}
-	n, err := pace.Copy(io.MultiWriter(dst, tail, whole), src, nil)
-	if err = errors.Join(err, dst.Close()); err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		return backup.File{}, errors.Join(err, os.Remove(tmp))
-	}
-	return backup.File{Path: rel, Size: prev.Size + n, SHA256: hex.EncodeToString(whole.Sum(nil)),
-		ParentPrefix: prev.Size, TailSHA256: hex.EncodeToString(tail.Sum(nil))}, nil
 }
