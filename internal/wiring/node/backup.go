@@ -36,8 +36,9 @@ type checkpointer interface {
 // DataDir/backups/ID, for a client to copy out (tvsm backup). One backup is
 // staged at a time; a new one replaces it.
 type Backups struct {
-	n   *Node
-	dir string
+	n      *Node
+	dir    string
+	hashes *backup.HashCache // of the growing files, for the next incremental backup
 
 	mu      sync.Mutex
 	running bool
@@ -54,7 +55,7 @@ type stagedBackup struct {
 // startBackups makes the node's Backups. Staged copies a stopped or
 // killed node left behind are removed first.
 func (n *Node) startBackups(context.Context, Options) error {
-	b := &Backups{n: n, dir: filepath.Join(n.dataDir, "backups")}
+	b := &Backups{n: n, dir: filepath.Join(n.dataDir, "backups"), hashes: backup.NewHashCache()}
 	if err := os.RemoveAll(b.dir); err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func (b *Backups) stage(ctx context.Context, cp checkpointer, id, dir string, re
 		parent = &backup.Parent{ID: req.Since.ID, Position: req.Since.Position, ManifestSHA256: req.Since.ManifestSHA256}
 		since = req.Since.Files
 	}
-	files, err := backup.HashTree(ctx, dir, since, backup.NewPacer(backup.DefaultRate))
+	files, err := backup.HashTree(ctx, dir, since, backup.NewPacer(backup.DefaultRate), b.hashes)
 	if err != nil {
 		return backup.Manifest{}, err
 	}
