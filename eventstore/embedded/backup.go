@@ -107,7 +107,7 @@ func copyPrefix(from, to string, n int64) error {
 	if err != nil {
 		return err
 	}
-	got, err := io.Copy(dst, io.NewSectionReader(src, 0, n))
+	got, err := io.Copy(dst, io.LimitReader(src, n)) // copy_file_range: no pass through user space
 	if err == nil && got != n {
 		err = fmt.Errorf("%d bytes of %d", got, n)
 	}
