@@ -64,8 +64,7 @@ func HashTree(ctx context.Context, dir string, since []File, pace *Pacer, cache 
 }
 
 // HashCache remembers, for the files of the event store's copy that only
-// grow under their name (commit log segments, pebble's MANIFEST), the
-// SHA-256 state of what a node staged of them last: a backup made since
+// grow under their name (commit log segments), the SHA-256 state of what a node staged of them last: a backup made since
 // that one then reads only what they gained. It holds for one process: a
 // segment's name is reused only after a clean restart, which starts with
 // an empty cache. Safe for concurrent use; a nil cache remembers nothing.
@@ -83,11 +82,14 @@ type hashState struct {
 // NewHashCache returns an empty cache.
 func NewHashCache() *HashCache { return &HashCache{m: map[string]hashState{}} }
 
-// growing reports whether the file at rel only grows under its name.
+// growing reports whether the staged file at rel is a prefix of what the
+// same name holds at the next backup: a commit log segment, copied up to
+// its fsynced end, which only grows under its name. (Pebble's MANIFEST
+// grows too, but its checkpoint rewrites it record by record: its copy is
+// compared by the SHA-256 of its first bytes instead.)
 func growing(rel string) bool {
 	dir, name := path.Split(rel)
-	return dir == EventsDir+"/commitlog/" && strings.HasSuffix(name, ".seg") ||
-		dir == EventsDir+"/" && strings.HasPrefix(name, "MANIFEST-")
+	return dir == EventsDir+"/commitlog/" && strings.HasSuffix(name, ".seg")
 }
 
 // resume returns a hash of the first prev.Size bytes of the file at rel
