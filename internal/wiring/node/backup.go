@@ -38,7 +38,7 @@ type checkpointer interface {
 type Backups struct {
 	n      *Node
 	dir    string
-	hashes *backup.HashCache // of the growing files, for the next incremental backup
+	hashes *backup.HashCache // of the commit log segments staged, for the next incremental backup
 
 	mu      sync.Mutex
 	running bool
@@ -191,8 +191,11 @@ func (b *Backups) stage(ctx context.Context, cp checkpointer, id, dir string, re
 	lastID := ""
 	if sum.Last > 0 {
 		eid, found, err := cp.EventIDAt(sum.Last)
-		if err != nil || !found {
-			return backup.Manifest{}, fmt.Errorf("node: backup: the event at position %d: %v (found %v)", sum.Last, err, found)
+		switch {
+		case err != nil:
+			return backup.Manifest{}, fmt.Errorf("node: backup: the copy's last event: %w", err)
+		case !found:
+			return backup.Manifest{}, fmt.Errorf("node: backup: the copy's last event, at position %d, is not in the log", sum.Last)
 		}
 		lastID = eid.String()
 	}
