@@ -44,7 +44,7 @@ KILLS ?= 3
 faults:
 	TVSM_FAULT_KILLS=$(KILLS) $(GO) test -count=1 -run '^TestFaults' -v -timeout 30m ./cmd/tvsm/
 
-## restore-drill: back up a running node, verify the backup, restore it, and check a node started on it (a few seconds)
+## restore-drill: back up a running node, then incrementally, verify the chain, restore it, and check a node started on it (a few seconds)
 restore-drill: build
 	deploy/restore-drill.sh bin/tvsm
 

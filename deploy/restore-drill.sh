@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Restore drill: start a node on a new data directory, write to it, back it
-# up while it serves, verify the backup, restore it into a new directory,
-# start a second node there with the first one's master key, and check that
-# it serves the same accounts and that its read model matches its log.
+# up while it serves, write more and make an incremental backup since the
+# first, verify the chain, restore it into a new directory, start a second
+# node there with the first one's master key, and check that it serves the
+# same accounts and that its read model matches its log.
 # Usage: deploy/restore-drill.sh [path to tvsm] (make restore-drill builds it)
 set -euo pipefail
 
@@ -50,11 +51,21 @@ for i in $(seq 50); do
   curl -sf "${auth[@]}" -d "{\"provider\":$provider,\"login\":\"drill-$i\",\"fullname\":\"Drill $i\",\"pin_md5\":\"81dc9bdb52d04dc20036dbd8313ed055\"}" \
     "$src/api/provider/accounts" >/dev/null
 done
-want=$(total "$src" "$provider")
-
 "$tvsm" backup --url "$src" --to "$work/backup"
 "$tvsm" backup verify "$work/backup"
-"$tvsm" restore "$work/backup" --data "$work/restored"
+for i in $(seq 51 70); do
+  curl -sf "${auth[@]}" -d "{\"provider\":$provider,\"login\":\"drill-$i\",\"fullname\":\"Drill $i\",\"pin_md5\":\"81dc9bdb52d04dc20036dbd8313ed055\"}" \
+    "$src/api/provider/accounts" >/dev/null
+done
+want=$(total "$src" "$provider")
+"$tvsm" backup --url "$src" --to "$work/incremental" --since "$work/backup"
+"$tvsm" backup verify "$work/incremental"
+"$tvsm" backup verify "$work/backup" "$work/incremental"
+if "$tvsm" restore "$work/incremental" --data "$work/refused" 2>/dev/null; then
+  say "FAIL: an incremental backup was restored without its full backup"
+  exit 1
+fi
+"$tvsm" restore "$work/backup" "$work/incremental" --data "$work/restored"
 
 start_node "$work/restored.log" --data "$work/restored" --master-key-file "$work/data.master-key"
 dst=$url
@@ -64,9 +75,9 @@ if [ "$got" != "$want" ]; then
   say "FAIL: the restored node holds $got accounts, the source $want"
   exit 1
 fi
-if ! curl -sf "${auth[@]}" "$dst/api/provider/accounts?provider=$provider&limit=0" | grep -q '"fullname":"Drill 50"'; then
+if ! curl -sf "${auth[@]}" "$dst/api/provider/accounts?provider=$provider&limit=0" | grep -q '"fullname":"Drill 70"'; then
   say "FAIL: the restored node does not read the accounts' personal data"
   exit 1
 fi
 "$tvsm" rebuild readmodel --verify --url "$dst" --poll 100ms
-say "ok: $got accounts restored, personal data readable, read model matches the log"
+say "ok: $got accounts restored from a full and an incremental backup, personal data readable, read model matches the log"

@@ -20,8 +20,10 @@ type Backups interface {
 	// Start stages a backup and returns its manifest. It fails with
 	// backup.ErrNotOwned when the node does not own its event log,
 	// backup.ErrRunning while another is staged, backup.ErrNoMasterKeyFile
-	// when includeMasterKey asks for a key the node was given by value.
-	Start(ctx context.Context, includeMasterKey bool) (backup.Manifest, error)
+	// when the request asks for a key the node was given by value,
+	// backup.ErrNotSameLog when it is to be made since a backup of
+	// another log.
+	Start(ctx context.Context, req backup.Request) (backup.Manifest, error)
 	// Open opens a file of the staged backup id, backup.ErrNoBackup when
 	// there is no such backup or file.
 	Open(id, path string) (*os.File, error)
@@ -31,7 +33,7 @@ type Backups interface {
 
 // mountBackups adds, for superadmins only:
 //
-//	POST   /backups {"include_master_key":false}  201 and the manifest of the staged backup
+//	POST   /backups {"include_master_key":false,"since":{...}}  201 and the manifest of the staged backup
 //	GET    /backups/{id}/file?path=PATH          one of its files (PATH as the manifest names it)
 //	DELETE /backups/{id}                         204: the node drops it
 //
@@ -40,14 +42,15 @@ type Backups interface {
 func mountBackups(g *gin.RouterGroup, b Backups) {
 	g = g.Group("/backups", superadminOnly)
 	g.POST("", func(c *gin.Context) {
-		includeKey, err := decodeBackup(c)
+		req, err := decodeBackup(c)
 		if err != nil {
 			WriteError(c, err)
 			return
 		}
-		m, err := b.Start(c.Request.Context(), includeKey)
+		m, err := b.Start(c.Request.Context(), req)
 		switch {
-		case errors.Is(err, backup.ErrNotOwned), errors.Is(err, backup.ErrRunning), errors.Is(err, backup.ErrNoMasterKeyFile):
+		case errors.Is(err, backup.ErrNotOwned), errors.Is(err, backup.ErrRunning), errors.Is(err, backup.ErrNoMasterKeyFile),
+			errors.Is(err, backup.ErrNotSameLog):
 			WriteError(c, Conflict(err.Error()))
 		case err != nil:
 			WriteError(c, err)
@@ -82,24 +85,92 @@ func mountBackups(g *gin.RouterGroup, b Backups) {
 
 // decodeBackup reads the body of POST /backups. Unknown fields are
 // refused: a misspelt include_master_key would leave the key out unseen.
-func decodeBackup(c *gin.Context) (includeMasterKey bool, err error) {
+func decodeBackup(c *gin.Context) (backup.Request, error) {
 	o, err := ReadObject(c, wire.DecodeOptions{ReadOnly: []string{}})
 	if err != nil {
-		return false, err
+		return backup.Request{}, err
 	}
-	includeMasterKey = decodeBackupObject(o)
-	return includeMasterKey, o.Err()
+	req := decodeBackupObject(o)
+	return req, o.Err()
 }
 
 // decodeBackupObject reads the fields of a backup request from o,
 // recording what is wrong with them in o.
-func decodeBackupObject(o *wire.Object) (includeMasterKey bool) {
-	includeMasterKey, _ = o.Bool("include_master_key").Get()
+func decodeBackupObject(o *wire.Object) backup.Request {
+	var req backup.Request
+	req.IncludeMasterKey, _ = o.Bool("include_master_key").Get()
+	if since, ok := o.Object("since").Get(); ok {
+		req.Since = decodeSince(since)
+	}
+	refuseUnknown(o)
+	return req
+}
+
+// decodeSince reads the description of the backup an incremental one is
+// made since: what tvsm backup --since sends of its manifest.
+func decodeSince(o *wire.Object) *backup.Since {
+	o.Require("id", "position", "manifest_sha256", "files")
+	s := &backup.Since{}
+	s.ID, _ = o.String("id").Get()
+	pos, _ := o.Int64("position").Get()
+	if pos < 0 {
+		o.Fail("position", "must be 0 or more")
+	}
+	s.Position = uint64(max(pos, 0))
+	s.LastEventID, _ = o.String("last_event_id").Get()
+	if s.Position > 0 && s.LastEventID == "" {
+		o.Fail("last_event_id", "required when position is past 0")
+	}
+	s.ManifestSHA256, _ = o.String("manifest_sha256").Get()
+	if s.ManifestSHA256 != "" && !isSHA256(s.ManifestSHA256) {
+		o.Fail("manifest_sha256", "must be a SHA-256 in hex (64 digits)")
+	}
+	files, _ := o.ObjectList("files").Get()
+	seen := make(map[string]bool, len(files))
+	for _, fo := range files {
+		fo.Require("path", "size", "sha256")
+		var f backup.File
+		f.Path, _ = fo.String("path").Get()
+		f.Size, _ = fo.Int64("size").Get()
+		f.SHA256, _ = fo.String("sha256").Get()
+		switch {
+		case f.Path != "" && !backup.ValidPath(f.Path):
+			fo.Fail("path", "must be a clean relative path inside the backup")
+		case seen[f.Path]:
+			fo.Fail("path", "named twice")
+		}
+		seen[f.Path] = true
+		if f.Size < 0 {
+			fo.Fail("size", "must be 0 or more")
+		}
+		if f.SHA256 != "" && !isSHA256(f.SHA256) {
+			fo.Fail("sha256", "must be a SHA-256 in hex (64 digits)")
+		}
+		refuseUnknown(fo)
+		s.Files = append(s.Files, f)
+	}
+	refuseUnknown(o)
+	return s
+}
+
+// refuseUnknown records every field of o no getter read as unknown.
+func refuseUnknown(o *wire.Object) {
 	for _, name := range o.Unknown() {
 		if name == "" || strings.HasPrefix(name, ".") {
 			name = strconv.Quote(name)
 		}
 		o.Fail(name, "unknown field")
 	}
-	return includeMasterKey
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+			return false
+		}
+	}
+	return true
 }

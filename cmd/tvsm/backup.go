@@ -24,8 +24,8 @@ import (
 )
 
 // backupUsage heads `tvsm backup -h`.
-const backupUsage = `Usage: tvsm backup --to DIR [flags]
-       tvsm backup verify DIR
+const backupUsage = `Usage: tvsm backup --to DIR [--since EARLIER] [flags]
+       tvsm backup verify DIR [DIR2 ...]
 
 Backs up a running node on the embedded event store while it serves: the
 node copies its event store as of one log position (every write it
@@ -35,8 +35,18 @@ SHA-256, and writes DIR/manifest.json last. A directory without a manifest
 is not a backup (a backup cut short leaves one). The master key is not
 copied unless --include-keys is given; the manifest says where it is.
 
+With --since EARLIER (an earlier backup's directory or its manifest.json)
+the backup is incremental: it copies only what the node's log gained since
+that one (new sstables, the new end of the commit log) and names EARLIER as
+its parent. Restoring it takes the whole chain: the full backup, then each
+incremental one, oldest first. The node refuses a --since backup of another
+log. The node hashes and the command copies at --rate MiB/s (0: no limit),
+so that the node's writes go on at near their rate.
+
 tvsm backup verify DIR checks every file against the manifest and reads the
-whole copied log; it exits 0 only when all holds.
+whole copied log; it exits 0 only when all holds. Of an incremental backup
+alone it checks its own files and says which backup it needs; give the
+chain (verify FULL INCR1 INCR2 ...) to read its log through.
 
 A node on EventStoreDB does not own its log: back EventStoreDB up by its
 own procedure (docs/operations.md).
@@ -47,11 +57,15 @@ Flags:
 `
 
 // restoreUsage heads `tvsm restore -h`.
-const restoreUsage = `Usage: tvsm restore DIR --data NEWDIR [flags]
+const restoreUsage = `Usage: tvsm restore DIR [DIR2 ...] --data NEWDIR [flags]
 
 Verifies the backup in DIR and lays it out as the data directory NEWDIR,
 which must not exist or be empty; then start a node on it (tvsm serve
---data NEWDIR). A master key the backup holds goes to NEWDIR.master-key (or
+--data NEWDIR). For an incremental backup give its chain, oldest first: the
+full backup, then each one made --since the one before; the node then
+serves the state of the last. A chain with a backup missing, out of order
+or not the one the next was made since is refused before anything is
+written. A master key the backup holds goes to NEWDIR.master-key (or
 --master-key-file); otherwise give the node the key the manifest names.
 
 Flags:
@@ -59,8 +73,9 @@ Flags:
 
 // backupOptions are the flags of `tvsm backup`.
 type backupOptions struct {
-	url, user, passwordFile, to string
-	includeKeys                 bool
+	url, user, passwordFile, to, since string
+	includeKeys                        bool
+	rate                               int64 // bytes/s, 0 for no limit
 }
 
 // backupCmd runs `tvsm backup` and `tvsm backup verify`.
@@ -81,9 +96,15 @@ func backupCmd(ctx context.Context, args []string, lookupEnv func(string) (strin
 	fs.StringVar(&o.passwordFile, "password-file", "", "read the superadmin's password from `file` (its first line) instead of TVSM_ADMIN_PASSWORD")
 	fs.StringVar(&o.to, "to", "", "`directory` to write the backup to (new or empty)")
 	fs.BoolVar(&o.includeKeys, "include-keys", false, "copy the master key into the backup too (keep such a backup as safe as the key)")
+	fs.StringVar(&o.since, "since", "", "make an incremental backup since the backup in `EARLIER` (its directory or manifest.json)")
+	rate := fs.Int64("rate", backup.DefaultRate>>20, "hash and copy at most `MiB/s` (0: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *rate < 0 {
+		return &configError{fmt.Errorf("--rate %d: give MiB/s, 0 for no limit", *rate)}
+	}
+	o.rate = *rate << 20
 	switch {
 	case fs.NArg() > 0:
 		return &configError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
@@ -93,13 +114,21 @@ func backupCmd(ctx context.Context, args []string, lookupEnv func(string) (strin
 	if err := emptyDir(o.to); err != nil {
 		return &configError{err}
 	}
+	var since *backup.Since
+	if o.since != "" {
+		m, sum, err := backup.ReadManifestSum(o.since)
+		if err != nil {
+			return &configError{fmt.Errorf("--since: %w", err)}
+		}
+		since = backup.SinceOf(m, sum)
+	}
 	password, err := rebuildPassword(o.passwordFile, lookupEnv)
 	if err != nil {
 		return &configError{err}
 	}
 	c := backupClient{AdminClient: simulate.AdminClient{URL: strings.TrimRight(o.url, "/"), User: o.user, Password: password,
 		HTTP: &http.Client{}}}
-	return c.backup(ctx, o, stdout)
+	return c.backup(ctx, o, since, stdout)
 }
 
 // backupClient copies a staged backup out of a node.
@@ -107,7 +136,7 @@ type backupClient struct {
 	simulate.AdminClient
 }
 
-func (c backupClient) backup(ctx context.Context, o backupOptions, w io.Writer) (err error) {
+func (c backupClient) backup(ctx context.Context, o backupOptions, since *backup.Since, w io.Writer) (err error) {
 	if err := os.MkdirAll(o.to, 0o700); err != nil {
 		return err
 	}
@@ -115,7 +144,11 @@ func (c backupClient) backup(ctx context.Context, o backupOptions, w io.Writer) 
 	var m backup.Manifest
 	// The body is always sent, as JSON: the node answers 415 to a POST
 	// without it.
-	if err := c.Call(ctx, http.MethodPost, "/api/admin/backups", map[string]any{"include_master_key": o.includeKeys}, &m); err != nil {
+	body := map[string]any{"include_master_key": o.includeKeys}
+	if since != nil {
+		body["since"] = sinceBody(since)
+	}
+	if err := c.Call(ctx, http.MethodPost, "/api/admin/backups", body, &m); err != nil {
 		return err
 	}
 	defer func() {
@@ -132,10 +165,17 @@ func (c backupClient) backup(ctx context.Context, o backupOptions, w io.Writer) 
 	if err := m.CheckPaths(); err != nil {
 		return err
 	}
+	if since != nil && (m.Parent == nil || m.Parent.ID != since.ID || m.Parent.ManifestSHA256 != since.ManifestSHA256) {
+		return errors.New("the node staged a backup that is not made since the one given to --since (a node of an older version?)")
+	}
 	staged := time.Since(started)
 	show := newCopyProgress(w, m)
+	pace := backup.NewPacer(o.rate)
 	for _, f := range m.Files {
-		if err := c.download(ctx, m.ID, f, o.to, show); err != nil {
+		if size, _ := f.Stored(); size == 0 && f.InParent {
+			continue
+		}
+		if err := c.download(ctx, m.ID, f, o.to, show, pace); err != nil {
 			show.end()
 			return fmt.Errorf("%s: %w", f.Path, err)
 		}
@@ -147,16 +187,36 @@ func (c backupClient) backup(ctx context.Context, o backupOptions, w io.Writer) 
 	if err := backup.WriteManifest(o.to, m); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "backup of position %d (%d events, %d files, %.1f MiB) written to %s in %v (the node staged it in %v)\n",
-		m.Position, m.Events, len(m.Files), float64(m.TotalSize())/(1<<20), o.to,
+	kind := "backup"
+	if m.Parent != nil {
+		kind = fmt.Sprintf("incremental backup (%.1f of %.1f MiB copied, the rest in %s) since position %d",
+			float64(m.StoredSize())/(1<<20), float64(m.TotalSize())/(1<<20), o.since, m.Parent.Position)
+	}
+	fmt.Fprintf(w, "%s of position %d (%d events, %d files, %.1f MiB) written to %s in %v (the node staged it in %v)\n",
+		kind, m.Position, m.Events, len(m.Files), float64(m.TotalSize())/(1<<20), o.to,
 		time.Since(started).Round(time.Millisecond), staged.Round(time.Millisecond))
 	fmt.Fprintln(w, masterKeySentence(m))
 	return nil
 }
 
-// download copies one file of the staged backup id into dir, checking its
-// size and SHA-256 against the manifest, and syncs it.
-func (c backupClient) download(ctx context.Context, id string, f backup.File, dir string, show *copyProgress) error {
+// sinceBody is the description of the backup since which one is made, as
+// POST /api/admin/backups takes it.
+func sinceBody(s *backup.Since) map[string]any {
+	files := make([]map[string]any, len(s.Files))
+	for i, f := range s.Files {
+		files[i] = map[string]any{"path": f.Path, "size": f.Size, "sha256": f.SHA256}
+	}
+	body := map[string]any{"id": s.ID, "position": s.Position, "manifest_sha256": s.ManifestSHA256, "files": files}
+	if s.LastEventID != "" {
+		body["last_event_id"] = s.LastEventID
+	}
+	return body
+}
+
+// download copies the bytes the backup holds of one file of the staged
+// backup id into dir, at pace, checking their size and SHA-256 against the
+// manifest, and syncs it.
+func (c backupClient) download(ctx context.Context, id string, f backup.File, dir string, show *copyProgress, pace *backup.Pacer) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
 		c.URL+"/api/admin/backups/"+url.PathEscape(id)+"/file?"+url.Values{"path": {f.Path}}.Encode(), nil)
 	if err != nil {
@@ -181,14 +241,15 @@ func (c backupClient) download(ctx context.Context, id string, f backup.File, di
 		return err
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(out, h, show), resp.Body)
-	if err = errors.Join(err, out.Sync(), out.Close()); err != nil {
+	n, err := pace.Copy(io.MultiWriter(out, h, show), resp.Body, out)
+	if err = errors.Join(err, out.Close()); err != nil {
 		return err
 	}
+	size, sum := f.Stored()
 	switch {
-	case n != f.Size:
-		return fmt.Errorf("received %d bytes, the manifest says %d", n, f.Size)
-	case hex.EncodeToString(h.Sum(nil)) != f.SHA256:
+	case n != size:
+		return fmt.Errorf("received %d bytes, the manifest says %d", n, size)
+	case hex.EncodeToString(h.Sum(nil)) != sum:
 		return errors.New("what was received does not match its SHA-256 in the manifest")
 	}
 	return nil
@@ -202,13 +263,28 @@ func backupVerifyCmd(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return &configError{errors.New("verify what? give the backup's directory: tvsm backup verify DIR")}
+	if fs.NArg() == 0 {
+		return &configError{errors.New("verify what? give the backup's directory: tvsm backup verify DIR (or a chain, oldest first)")}
+	}
+	if fs.NArg() > 1 {
+		m, err := restore.VerifyChain(fs.Args())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: a complete chain of %d backups through position %d (%d events): every file matches its manifest and the log put together reads through\n",
+			strings.Join(fs.Args(), " "), fs.NArg(), m.Position, m.Events)
+		return nil
 	}
 	dir := fs.Arg(0)
 	m, err := restore.Verify(dir)
 	if err != nil {
 		return err
+	}
+	if m.Parent != nil {
+		fmt.Fprintf(stdout, "%s: an incremental backup of position %d (%d events) whose own files match the manifest; it was made since backup %s (position %d): "+
+			"its log reads only with that chain, verify it whole: tvsm backup verify FULL ... %s\n",
+			dir, m.Position, m.Events, m.Parent.ID, m.Parent.Position, dir)
+		return nil
 	}
 	fmt.Fprintf(stdout, "%s: a complete backup of position %d (%d events, %d files, taken %s by tvsm %s): every file matches the manifest and the log reads through\n",
 		dir, m.Position, m.Events, len(m.Files), m.Created.Format(time.RFC3339), m.TvsmVersion)
@@ -223,8 +299,8 @@ func restoreCmd(args []string, stdout, stderr io.Writer) error {
 	var data, masterKey string
 	fs.StringVar(&data, "data", "", "the new data `directory` (must not exist or be empty)")
 	fs.StringVar(&masterKey, "master-key-file", "", "where a master key the backup holds goes (default NEWDIR.master-key)")
-	// The backup's directory may come before or after the flags.
-	var dir string
+	// The backups' directories may come before or after the flags.
+	var dirs []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			return err
@@ -232,13 +308,10 @@ func restoreCmd(args []string, stdout, stderr io.Writer) error {
 		if args = fs.Args(); len(args) == 0 {
 			break
 		}
-		if dir != "" {
-			return &configError{fmt.Errorf("unexpected argument %q", args[0])}
-		}
-		dir, args = args[0], args[1:]
+		dirs, args = append(dirs, args[0]), args[1:]
 	}
 	switch {
-	case dir == "":
+	case len(dirs) == 0:
 		return &configError{errors.New("restore what? give the backup's directory: tvsm restore DIR --data NEWDIR")}
 	case data == "":
 		return &configError{errors.New("--data NEWDIR is required")}
@@ -246,7 +319,7 @@ func restoreCmd(args []string, stdout, stderr io.Writer) error {
 	if masterKey == "" {
 		masterKey = node.DefaultMasterKeyFile(data)
 	}
-	m, err := restore.Into(dir, data, masterKey)
+	m, err := restore.IntoChain(dirs, data, masterKey)
 	if err != nil {
 		return err
 	}
@@ -309,7 +382,7 @@ type copyProgress struct {
 }
 
 func newCopyProgress(w io.Writer, m backup.Manifest) *copyProgress {
-	p := &copyProgress{w: w, total: m.TotalSize(), lastLine: time.Now()}
+	p := &copyProgress{w: w, total: m.StoredSize(), lastLine: time.Now()}
 	if isTerminal(w) {
 		p.bar = progressbar.NewOptions64(p.total,
 			progressbar.OptionSetWriter(w),
@@ -321,8 +394,14 @@ func newCopyProgress(w io.Writer, m backup.Manifest) *copyProgress {
 			progressbar.OptionSetWidth(30))
 		return p
 	}
+	files := 0
+	for _, f := range m.Files {
+		if !f.InParent {
+			files++
+		}
+	}
 	fmt.Fprintf(w, "backup %s of position %d (%d events) staged; copying %d files, %.1f MiB\n",
-		m.ID, m.Position, m.Events, len(m.Files), float64(p.total)/(1<<20))
+		m.ID, m.Position, m.Events, files, float64(p.total)/(1<<20))
 	return p
 }
 

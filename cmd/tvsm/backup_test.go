@@ -402,15 +402,16 @@ func TestBackupCommandLine(t *testing.T) {
 		{[]string{"backup", "verify"}, "verify what?"},
 		{[]string{"restore"}, "restore what?"},
 		{[]string{"restore", full}, "--data NEWDIR is required"},
-		{[]string{"restore", full, "--data", t.TempDir(), "again"}, `unexpected argument "again"`},
+		{[]string{"backup", "--to", filepath.Join(full, "new"), "--rate", "-1"}, "--rate -1"},
+		{[]string{"backup", "--to", filepath.Join(full, "new"), "--since", filepath.Join(full, "none")}, "--since: "},
 	} {
 		code, _, stderr := runTvsm(t, c.args...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("tvsm %v: exit %d, %q; want exit 2 and %q", c.args, code, stderr, c.want)
 		}
 	}
-	if code, stdout, _ := runTvsm(t, "help"); code != exitOK || !strings.Contains(stdout, "tvsm backup --url URL --to DIR") ||
-		!strings.Contains(stdout, "tvsm backup verify DIR") || !strings.Contains(stdout, "tvsm restore DIR --data NEWDIR") {
+	if code, stdout, _ := runTvsm(t, "help"); code != exitOK || !strings.Contains(stdout, "tvsm backup --url URL --to DIR [--since EARLIER]") ||
+		!strings.Contains(stdout, "tvsm backup verify DIR [DIR2 ...]") || !strings.Contains(stdout, "tvsm restore DIR [DIR2 ...] --data NEWDIR") {
 		t.Errorf("tvsm help does not list the backup commands:\n%s", stdout)
 	}
 }

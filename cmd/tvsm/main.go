@@ -54,9 +54,9 @@ Usage:
   tvsm demo --data DIR  write a back-dated demo history (tvsm demo -h)
   tvsm bench broadcast  measure a provider-wide message to many devices
   tvsm rebuild readmodel|stats [--verify]  rebuild or check a projection in a running node (tvsm rebuild -h)
-  tvsm backup --url URL --to DIR  back up a running node while it serves (tvsm backup -h)
-  tvsm backup verify DIR  check a backup: every file and the whole copied log
-  tvsm restore DIR --data NEWDIR  lay a backup out as a new data directory (tvsm restore -h)
+  tvsm backup --url URL --to DIR [--since EARLIER]  back up a running node while it serves, whole or incrementally (tvsm backup -h)
+  tvsm backup verify DIR [DIR2 ...]  check a backup (or a chain, oldest first): every file and the whole copied log
+  tvsm restore DIR [DIR2 ...] --data NEWDIR  lay a backup (or a chain) out as a new data directory (tvsm restore -h)
   tvsm billing-check URL  check an operator's billing system (tvsm billing-check -h)
   tvsm import tvip --from URL  copy a TVIP TMS into a node, every id kept (tvsm import -h)
   tvsm keys rotate --data DIR --new-master-key-file FILE  rewrap a stopped node's keys (tvsm keys -h)

@@ -17,6 +17,7 @@ import (
 
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
+	"tvsm/internal/platform/backup"
 )
 
 // backupBenchEvents is the size of the store BenchmarkBackupBesideWrites
@@ -41,7 +42,7 @@ func backupBenchEvents(b *testing.B) int {
 // writes-during-checkpoint/without the same for a checkpoint alone;
 // checkpoint-ms the flush and checkpoint, backup-ms the whole backup.
 func BenchmarkBackupBesideWrites(b *testing.B) {
-	events := backupBenchEvents(b)
+	events, rate := backupBenchEvents(b), backupBenchRate(b)
 	s, err := embedded.Open(b.TempDir(), embedded.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -67,7 +68,7 @@ func BenchmarkBackupBesideWrites(b *testing.B) {
 				return
 			}
 			cp = time.Since(started)
-			if err := hashAndCopy(filepath.Join(dir, "staged"), filepath.Join(dir, "copy")); err != nil {
+			if err := hashAndCopy(filepath.Join(dir, "staged"), filepath.Join(dir, "copy"), rate); err != nil {
 				b.Error(err)
 			}
 			total = time.Since(started)
@@ -82,8 +83,8 @@ func BenchmarkBackupBesideWrites(b *testing.B) {
 	b.ReportMetric(median(cpRatios), "writes-during-checkpoint/without")
 	b.ReportMetric(median(cps), "checkpoint-ms")
 	b.ReportMetric(median(totals), "backup-ms")
-	b.Logf("%d events; writes during/without %v (during the checkpoint alone %v), checkpoint ms %v, backup ms %v",
-		events, ratios, cpRatios, cps, totals)
+	b.Logf("%d events, paced at %d MiB/s; writes during/without %v (during the checkpoint alone %v), checkpoint ms %v, backup ms %v",
+		events, rate>>20, ratios, cpRatios, cps, totals)
 }
 
 // fill appends n events in appends of 100 from 16 writers.
@@ -139,39 +140,59 @@ func appendWhile(b *testing.B, s *embedded.Store, work func()) (float64, time.Du
 	return float64(count.Load()) / d.Seconds(), d
 }
 
-// hashAndCopy does with a staged backup what the node and a client do:
-// hash every file, then copy each while hashing it again, synced.
-func hashAndCopy(from, to string) error {
-	if err := os.MkdirAll(to, 0o700); err != nil {
-		return err
+// backupBenchRate is the pace of the hashing and copying in bytes/s
+// (TVSM_BACKUP_BENCH_RATE in MiB/s, 0 for none; default what the node and
+// tvsm backup use).
+func backupBenchRate(b *testing.B) int64 {
+	if v := os.Getenv("TVSM_BACKUP_BENCH_RATE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			b.Fatalf("TVSM_BACKUP_BENCH_RATE=%q", v)
+		}
+		return int64(n) << 20
 	}
-	entries, err := os.ReadDir(from)
+	return backup.DefaultRate
+}
+
+// hashAndCopy does with a staged backup what the node and a client do,
+// each at rate: the node hashes every file, then the client copies each
+// while hashing it again, synced as it goes.
+func hashAndCopy(from, to string, rate int64) error {
+	node := backup.NewPacer(rate)
+	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		_, _, err = backup.HashFilePaced(p, node)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		src, err := os.Open(filepath.Join(from, e.Name()))
+	client := backup.NewPacer(rate)
+	return filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(sha256.New(), src)
-		if err == nil {
-			_, err = src.Seek(0, io.SeekStart)
-		}
-		var dst *os.File
-		if err == nil {
-			dst, err = os.Create(filepath.Join(to, e.Name()))
-		}
-		if err == nil {
-			_, err = io.Copy(io.MultiWriter(dst, sha256.New()), src)
-			err = errors.Join(err, dst.Sync(), dst.Close())
-		}
-		src.Close()
+		rel, err := filepath.Rel(from, p)
 		if err != nil {
 			return err
 		}
-	}
-	return nil
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o700)
+		}
+		src, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		dst, err := os.Create(filepath.Join(to, rel))
+		if err != nil {
+			return err
+		}
+		_, err = client.Copy(io.MultiWriter(dst, sha256.New()), src, dst)
+		return errors.Join(err, dst.Close())
+	})
 }
 
 func median(xs []float64) float64 {
@@ -181,4 +202,116 @@ func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkIncrementalBackup measures what an incremental backup saves: on
+// a store of backupBenchEvents events, each round makes a full backup
+// (Checkpoint, the node's hashing, the client's synced copy, both at the
+// default pace), appends 1% more events, and makes an incremental backup
+// since the full one (the same, leaving to the full backup what it holds).
+// incremental/full is the ratio of their times.
+func BenchmarkIncrementalBackup(b *testing.B) {
+	events, rate := backupBenchEvents(b), backupBenchRate(b)
+	s, err := embedded.Open(b.TempDir(), embedded.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	fill(b, s, events)
+	var ratios, fulls, incs, incBytes []float64
+	cache := backup.NewHashCache() // the node's
+	for i := 0; b.Loop(); i++ {
+		dir := filepath.Join(b.TempDir(), fmt.Sprint(i))
+		started := time.Now()
+		full, err := stageAndCopy(s, filepath.Join(dir, "full"), nil, rate, cache)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fullTime := time.Since(started)
+		more(b, s, events/100, i)
+		started = time.Now()
+		inc, err := stageAndCopy(s, filepath.Join(dir, "inc"), full, rate, cache)
+		if err != nil {
+			b.Fatal(err)
+		}
+		incTime := time.Since(started)
+		ratios = append(ratios, incTime.Seconds()/fullTime.Seconds())
+		fulls = append(fulls, float64(fullTime.Milliseconds()))
+		incs = append(incs, float64(incTime.Milliseconds()))
+		incBytes = append(incBytes, float64(stored(inc))/float64(stored(full)))
+		os.RemoveAll(dir)
+	}
+	b.ReportMetric(median(ratios), "incremental/full")
+	b.ReportMetric(median(fulls), "full-ms")
+	b.ReportMetric(median(incs), "incremental-ms")
+	b.Logf("%d events + 1%%, paced at %d MiB/s; incremental/full time %v, bytes copied %v; full ms %v, incremental ms %v",
+		events, rate>>20, ratios, incBytes, fulls, incs)
+}
+
+// stageAndCopy does what the node and tvsm backup do: checkpoint into
+// dir/staged, hash (since the earlier backup's files, when given), then
+// copy the bytes the backup holds into dir/copy, synced; both at rate.
+func stageAndCopy(s *embedded.Store, dir string, since []backup.File, rate int64, cache *backup.HashCache) ([]backup.File, error) {
+	staged := filepath.Join(dir, "staged")
+	if _, err := s.Checkpoint(context.Background(), filepath.Join(staged, backup.EventsDir)); err != nil {
+		return nil, err
+	}
+	files, err := backup.HashTree(context.Background(), staged, since, backup.NewPacer(rate), cache)
+	if err != nil {
+		return nil, err
+	}
+	client := backup.NewPacer(rate)
+	for _, f := range files {
+		if f.InParent {
+			continue
+		}
+		to := filepath.Join(dir, "copy", filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+			return nil, err
+		}
+		src, err := os.Open(filepath.Join(staged, filepath.FromSlash(f.Path)))
+		if err != nil {
+			return nil, err
+		}
+		dst, err := os.Create(to)
+		if err == nil {
+			_, err = client.Copy(io.MultiWriter(dst, sha256.New()), src, dst)
+			err = errors.Join(err, dst.Close())
+		}
+		src.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// stored is the bytes a backup of files holds itself.
+func stored(files []backup.File) int64 {
+	return backup.Manifest{Files: files}.StoredSize()
+}
+
+// more appends n events in appends of 100 from 16 writers, as fill does.
+func more(b *testing.B, s *embedded.Store, n, round int) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for {
+				first := int(next.Add(100)) - 100
+				if first >= n {
+					return
+				}
+				evs := make([]eventstore.EventData, 0, 100)
+				for i := first; i < min(first+100, n); i++ {
+					evs = append(evs, benchEvent(fmt.Sprintf("more-%d", round), i))
+				}
+				if _, err := s.Append(context.Background(), fmt.Sprintf("more-%d-%d-%d", round, w, first), eventstore.NoStream, evs...); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -127,3 +127,57 @@ func TestInspectRefusesWhatIsNoStore(t *testing.T) {
 		t.Fatal("inspect of an empty directory succeeded")
 	}
 }
+
+// Given a store whose appends are all still in its memtable, when it is
+// checkpointed, then the copy carries them in commit log segments (there
+// is no flush), Inspect reads them through, and the copy opened as a
+// store serves them; a copied segment cut inside a record is refused.
+func TestCheckpointCarriesTheUnflushedLog(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	for i := range 300 {
+		if _, err := s.Append(context.Background(), fmt.Sprintf("u-%d", i%7), eventstore.Any, event("u", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "copy")
+	sum, err := s.Checkpoint(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(dir, "commitlog", "*.seg"))
+	if sum.Last != 300 || sum.Events != 300 || len(segs) == 0 {
+		t.Fatalf("checkpoint of 300 unflushed events: %+v, segments %v", sum, segs)
+	}
+	if got, err := embedded.Inspect(dir, true); err != nil || got != sum {
+		t.Fatalf("inspect of the copy: %+v %v; the checkpoint said %+v", got, err, sum)
+	}
+
+	cut := filepath.Join(t.TempDir(), "cut")
+	if err := os.CopyFS(cut, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	last := filepath.Join(cut, "commitlog", filepath.Base(segs[len(segs)-1]))
+	info, err := os.Stat(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(last, info.Size()-3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := embedded.Inspect(cut, true); err == nil {
+		t.Fatal("inspect of a copy whose last segment is cut inside a record succeeded")
+	}
+
+	cp := openStore(t, dir)
+	n := 0
+	for i := range 7 {
+		evs, err := cp.ReadStream(context.Background(), fmt.Sprintf("u-%d", i), eventstore.Start, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(evs)
+	}
+	if head, _ := cp.Head(context.Background()); n != 300 || head.Commit != 300 {
+		t.Fatalf("the copy opened as a store holds %d events, head %d", n, head.Commit)
+	}
+}

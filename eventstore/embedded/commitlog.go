@@ -48,9 +48,14 @@ type commitLog struct {
 	fsync   func(*os.File) error // fdatasync, or the tests' fsyncer
 	wal     *walSyncs            // times each fsync
 	// cur is the segment being written; sealed are full ones whose records
-	// pebble may not have flushed yet.
+	// pebble may not have flushed yet. The committer changes them under mu
+	// and reads them without; a checkpoint reads them under mu (pin).
 	cur    *segment
 	sealed []*segment
+	mu     sync.Mutex
+	// pinned counts the checkpoints copying segments: while it is not
+	// zero no segment is recycled, since a recycled file is overwritten.
+	pinned int
 	asked  bool   // for a spare since the last switch
 	buf    []byte // the record being written
 
@@ -67,6 +72,9 @@ type segment struct {
 	size     int64
 	off      int64        // where the next record goes
 	unsynced atomic.Int32 // records written and not yet fsynced
+	// durable is the offset up to which the records are fsynced: syncLoop
+	// raises it after each fsync, for checkpoints to copy.
+	durable atomic.Int64
 }
 
 const (
@@ -308,8 +316,10 @@ func (l *commitLog) switchSegment() error {
 		return err
 	}
 	next.seq = seq
+	l.mu.Lock()
 	l.sealed = append(l.sealed, l.cur)
 	l.cur = next
+	l.mu.Unlock()
 	l.asked = false
 	return nil
 }
@@ -330,6 +340,11 @@ func (l *commitLog) sealedCount() int { return len(l.sealed) }
 // pebble has since flushed to sstables, as long as their records are all
 // fsynced (the file is closed), and returns how many it did.
 func (l *commitLog) flushed(n int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pinned > 0 {
+		return 0 // a checkpoint is copying them: the next group tries again
+	}
 	done := 0
 	for done < n && l.sealed[done].unsynced.Load() == 0 {
 		done++
@@ -345,6 +360,23 @@ func (l *commitLog) flushed(n int) int {
 		l.kick()
 	}
 	return done
+}
+
+// pin keeps every segment from being recycled until unpin and returns
+// them, oldest first: together they hold every record pebble had not
+// flushed to sstables when pin returned (a segment is recycled only once
+// a flush begun after it was sealed has ended).
+func (l *commitLog) pin() []*segment {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pinned++
+	return append(slices.Clone(l.sealed), l.cur)
+}
+
+func (l *commitLog) unpin() {
+	l.mu.Lock()
+	l.pinned--
+	l.mu.Unlock()
 }
 
 func (l *commitLog) kick() {

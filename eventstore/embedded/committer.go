@@ -58,6 +58,7 @@ type group struct {
 	// applied is closed once the applier has put the batch into pebble,
 	// with the outcome in applyErr.
 	seg      *segment
+	end      int64 // the offset in seg where its record ends
 	applied  chan struct{}
 	applyErr error
 }
@@ -203,7 +204,7 @@ func (s *Store) commit(g *group) uint64 {
 			// behind a record that is not in the log.
 			g.err = s.markBroken(err)
 		} else {
-			g.seg = seg
+			g.seg, g.end = seg, seg.off
 		}
 	}
 	s.unsynced.Add(1)
@@ -244,7 +245,9 @@ func (s *Store) syncLoop(done chan<- struct{}) {
 func (s *Store) settle(g *group) {
 	defer g.batch.Close()
 	if g.seg != nil {
-		g.err = s.commitLog.sync(g.seg)
+		if g.err = s.commitLog.sync(g.seg); g.err == nil {
+			g.seg.durable.Store(g.end)
+		}
 	}
 	if g.applied != nil {
 		<-g.applied

@@ -16,4 +16,8 @@ var (
 	// ErrNoMasterKeyFile: a backup with the master key was asked of a node
 	// given its master key by value.
 	ErrNoMasterKeyFile = errors.New("no master key file to include")
+	// ErrNotSameLog: an incremental backup was asked since a backup of
+	// another log (another node's, or one this node's log no longer
+	// continues, as after a restore of an older backup).
+	ErrNotSameLog = errors.New("the backup to make this one since is not of this node's log")
 )

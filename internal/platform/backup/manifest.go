@@ -59,6 +59,13 @@ type Manifest struct {
 	// how many events the copy holds.
 	Position uint64 `json:"position"`
 	Events   uint64 `json:"events"`
+	// LastEventID is the id of the event at Position: a backup made since
+	// this one checks with it that the node still has the same log.
+	LastEventID string `json:"last_event_id,omitempty"`
+	// Parent names the backup an incremental one was made since; nil for a
+	// full backup. Files then says which files, or which first bytes of
+	// them, the chain of backups before it holds.
+	Parent *Parent `json:"parent,omitempty"`
 	// MasterKey says where the master key that wraps the subjects' keys
 	// is, and whether the backup holds it.
 	MasterKey MasterKeyNote `json:"master_key"`
@@ -76,11 +83,41 @@ type MasterKeyNote struct {
 	Included bool `json:"included"`
 }
 
-// File is one file of a backup.
+// Parent identifies the backup an incremental one was made since.
+type Parent struct {
+	ID       string `json:"id"`
+	Position uint64 `json:"position"`
+	// ManifestSHA256 is the SHA-256 of the parent's manifest.json as it
+	// was given (hex): a chain with another backup in its place is refused.
+	ManifestSHA256 string `json:"manifest_sha256"`
+}
+
+// File is one file of a backup: of the data directory a restore lays out,
+// with its size and SHA-256. In an incremental backup, InParent says the
+// chain before it holds the file whole (an sstable: pebble never writes
+// one again under the same name), and ParentPrefix that its first bytes
+// are the parent's file of the same path, whole, and this backup holds the
+// rest (a commit log segment or pebble's MANIFEST, which only grow);
+// TailSHA256 is the SHA-256 of that rest.
 type File struct {
-	Path   string `json:"path"` // relative, slash-separated
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"` // hex
+	Path         string `json:"path"` // relative, slash-separated
+	Size         int64  `json:"size"`
+	SHA256       string `json:"sha256"` // hex
+	InParent     bool   `json:"in_parent,omitempty"`
+	ParentPrefix int64  `json:"parent_prefix,omitempty"`
+	TailSHA256   string `json:"tail_sha256,omitempty"`
+}
+
+// Stored is how many bytes of f the backup itself holds, and their
+// SHA-256.
+func (f File) Stored() (int64, string) {
+	switch {
+	case f.InParent:
+		return 0, ""
+	case f.ParentPrefix > 0:
+		return f.Size - f.ParentPrefix, f.TailSHA256
+	}
+	return f.Size, f.SHA256
 }
 
 // TotalSize is the bytes of every file of m.
@@ -90,6 +127,27 @@ func (m Manifest) TotalSize() int64 {
 		n += f.Size
 	}
 	return n
+}
+
+// StoredSize is the bytes m's backup holds itself: TotalSize, less what
+// an incremental one leaves to the chain before it.
+func (m Manifest) StoredSize() int64 {
+	var n int64
+	for _, f := range m.Files {
+		size, _ := f.Stored()
+		n += size
+	}
+	return n
+}
+
+// File returns m's entry for the file at p.
+func (m Manifest) File(p string) (File, bool) {
+	for _, f := range m.Files {
+		if f.Path == p {
+			return f, true
+		}
+	}
+	return File{}, false
 }
 
 // Has reports whether m lists a file at p.
@@ -120,6 +178,15 @@ func (m Manifest) CheckPaths() error {
 		if f.Size < 0 || len(f.SHA256) != sha256.Size*2 {
 			return fmt.Errorf("backup: the manifest's entry for %q has no size or SHA-256", f.Path)
 		}
+		if (f.InParent || f.ParentPrefix != 0) && m.Parent == nil {
+			return fmt.Errorf("backup: the manifest's entry for %q refers to a parent backup, and it names none", f.Path)
+		}
+		if f.ParentPrefix < 0 || f.ParentPrefix > f.Size || (f.ParentPrefix > 0 && (f.InParent || len(f.TailSHA256) != sha256.Size*2)) {
+			return fmt.Errorf("backup: the manifest's entry for %q has a parent prefix of %d bytes without the SHA-256 of the rest", f.Path, f.ParentPrefix)
+		}
+	}
+	if p := m.Parent; p != nil && (p.ID == "" || len(p.ManifestSHA256) != sha256.Size*2) {
+		return errors.New("backup: the manifest names a parent without its id and manifest SHA-256")
 	}
 	return nil
 }
@@ -148,18 +215,31 @@ func HashFile(p string) (int64, string, error) {
 
 // ReadManifest reads the manifest of the backup in dir.
 func ReadManifest(dir string) (Manifest, error) {
+	m, _, err := ReadManifestSum(dir)
+	return m, err
+}
+
+// ReadManifestSum reads the manifest of the backup in dir (or the
+// manifest file dir names) and returns it with the SHA-256 of its bytes,
+// which an incremental backup made since it records as its parent's.
+func ReadManifestSum(dir string) (Manifest, string, error) {
 	var m Manifest
-	data, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	p := dir
+	if info, err := os.Stat(dir); err == nil && info.IsDir() {
+		p = filepath.Join(dir, ManifestName)
+	}
+	data, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
-		return m, fmt.Errorf("backup: %s has no %s: not a complete backup (one cut short never writes it)", dir, ManifestName)
+		return m, "", fmt.Errorf("backup: %s has no %s: not a complete backup (one cut short never writes it)", dir, ManifestName)
 	}
 	if err != nil {
-		return m, fmt.Errorf("backup: %w", err)
+		return m, "", fmt.Errorf("backup: %w", err)
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
-		return m, fmt.Errorf("backup: %s: %w", filepath.Join(dir, ManifestName), err)
+		return m, "", fmt.Errorf("backup: %s: %w", p, err)
 	}
-	return m, m.CheckPaths()
+	sum := sha256.Sum256(data)
+	return m, hex.EncodeToString(sum[:]), m.CheckPaths()
 }
 
 // WriteManifest writes m into dir last, durably: through a temporary file,
@@ -191,4 +271,33 @@ func syncDir(dir string) error {
 		return err
 	}
 	return errors.Join(d.Sync(), d.Close())
+}
+
+// Request is what a client asks a node to stage.
+type Request struct {
+	IncludeMasterKey bool
+	// Since, when set, makes the backup incremental: made since the
+	// backup it describes, it leaves to that one (and its own parents)
+	// the files and first bytes of files it already holds.
+	Since *Since
+}
+
+// Since describes the backup an incremental one is made since: its
+// manifest's id, position, last event and files, and the SHA-256 of the
+// manifest itself.
+type Since struct {
+	ID             string
+	Position       uint64
+	LastEventID    string
+	ManifestSHA256 string
+	Files          []File
+}
+
+// SinceOf describes the backup of manifest m, whose bytes hash to sum.
+func SinceOf(m Manifest, sum string) *Since {
+	files := make([]File, len(m.Files))
+	for i, f := range m.Files {
+		files[i] = File{Path: f.Path, Size: f.Size, SHA256: f.SHA256}
+	}
+	return &Since{ID: m.ID, Position: m.Position, LastEventID: m.LastEventID, ManifestSHA256: sum, Files: files}
 }

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +28,7 @@ const backupIdle = 15 * time.Minute
 // consistently while it serves (the embedded store).
 type checkpointer interface {
 	Checkpoint(ctx context.Context, dir string) (eventembedded.Summary, error)
+	EventIDAt(pos uint64) (eventstore.EventID, bool, error)
 }
 
 // Backups stages online backups of the node (httpapi.Backups): a
@@ -36,8 +36,9 @@ type checkpointer interface {
 // DataDir/backups/ID, for a client to copy out (tvsm backup). One backup is
 // staged at a time; a new one replaces it.
 type Backups struct {
-	n   *Node
-	dir string
+	n      *Node
+	dir    string
+	hashes *backup.HashCache // of the commit log segments staged, for the next incremental backup
 
 	mu      sync.Mutex
 	running bool
@@ -54,7 +55,7 @@ type stagedBackup struct {
 // startBackups makes the node's Backups. Staged copies a stopped or
 // killed node left behind are removed first.
 func (n *Node) startBackups(context.Context, Options) error {
-	b := &Backups{n: n, dir: filepath.Join(n.dataDir, "backups")}
+	b := &Backups{n: n, dir: filepath.Join(n.dataDir, "backups"), hashes: backup.NewHashCache()}
 	if err := os.RemoveAll(b.dir); err != nil {
 		return err
 	}
@@ -65,8 +66,9 @@ func (n *Node) startBackups(context.Context, Options) error {
 
 // Start stages a backup and returns its manifest: the files to copy with
 // their sizes and SHA-256. It fails with backup.ErrNotOwned on a store the
-// node does not own (EventStoreDB) and backup.ErrRunning while another is
-// being staged.
+// node does not own (EventStoreDB), backup.ErrRunning while another is
+// being staged, and backup.ErrNotSameLog for an incremental one since a
+// backup of another log.
 //
 // The order is what makes the parts agree. The snapshots are copied
 // first, so they are at or before the log's copy and a node started on
@@ -76,10 +78,15 @@ func (n *Node) startBackups(context.Context, Options) error {
 // the read model has applied the copy's last event, every account it
 // knows as erased is erased in the copied key file too, so an erasure
 // whose key was still being destroyed cannot come back with the backup.
-func (b *Backups) Start(ctx context.Context, includeMasterKey bool) (backup.Manifest, error) {
+func (b *Backups) Start(ctx context.Context, req backup.Request) (backup.Manifest, error) {
 	cp, ok := b.n.backend.(checkpointer)
 	if !ok {
 		return backup.Manifest{}, backup.ErrNotOwned
+	}
+	if req.Since != nil {
+		if err := sameLog(cp, req.Since); err != nil {
+			return backup.Manifest{}, err
+		}
 	}
 	b.mu.Lock()
 	if b.running || b.closed {
@@ -101,7 +108,7 @@ func (b *Backups) Start(ctx context.Context, includeMasterKey bool) (backup.Mani
 	id := newBackupID()
 	dir := filepath.Join(b.dir, id)
 	started := time.Now()
-	m, err := b.stage(ctx, cp, id, dir, includeMasterKey)
+	m, err := b.stage(ctx, cp, id, dir, req)
 	if err != nil {
 		if rmErr := os.RemoveAll(dir); rmErr != nil {
 			b.n.log.Warn("removing a failed backup", "dir", dir, "error", rmErr)
@@ -118,11 +125,33 @@ func (b *Backups) Start(ctx context.Context, includeMasterKey bool) (backup.Mani
 	st.expiry = time.AfterFunc(backupIdle, func() { b.expire(st) })
 	b.staged = st
 	b.n.log.Info("backup staged", "id", id, "position", m.Position, "events", m.Events,
-		"bytes", m.TotalSize(), "took", time.Since(started))
+		"bytes", m.TotalSize(), "bytes_to_copy", m.StoredSize(), "incremental", m.Parent != nil, "took", time.Since(started))
 	return m, nil
 }
 
-func (b *Backups) stage(ctx context.Context, cp checkpointer, id, dir string, includeMasterKey bool) (backup.Manifest, error) {
+// sameLog checks that the log copied by the backup since describes is a
+// prefix of the node's: the node holds the same event at its position.
+// Then the node's sstables of the same name are the ones it copied (pebble
+// never reuses a file number in a store, and a store restored from a
+// backup goes on past the numbers the backup holds).
+func sameLog(cp checkpointer, since *backup.Since) error {
+	if since.Position == 0 {
+		return nil
+	}
+	id, found, err := cp.EventIDAt(since.Position)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return fmt.Errorf("%w: it ends at position %d, past this node's log", backup.ErrNotSameLog, since.Position)
+	case id.String() != since.LastEventID:
+		return fmt.Errorf("%w: its event at position %d is not this node's", backup.ErrNotSameLog, since.Position)
+	}
+	return nil
+}
+
+func (b *Backups) stage(ctx context.Context, cp checkpointer, id, dir string, req backup.Request) (backup.Manifest, error) {
+	includeMasterKey := req.IncludeMasterKey
 	if b.n.fileKeys == nil {
 		return backup.Manifest{}, errors.New("node: the subjects' keys are not in a key file this node can copy")
 	}
@@ -159,14 +188,31 @@ func (b *Backups) stage(ctx context.Context, cp checkpointer, id, dir string, in
 		}
 		note.Included = true
 	}
-	files, err := hashTree(dir)
+	lastID := ""
+	if sum.Last > 0 {
+		eid, found, err := cp.EventIDAt(sum.Last)
+		switch {
+		case err != nil:
+			return backup.Manifest{}, fmt.Errorf("node: backup: the copy's last event: %w", err)
+		case !found:
+			return backup.Manifest{}, fmt.Errorf("node: backup: the copy's last event, at position %d, is not in the log", sum.Last)
+		}
+		lastID = eid.String()
+	}
+	var parent *backup.Parent
+	var since []backup.File
+	if req.Since != nil {
+		parent = &backup.Parent{ID: req.Since.ID, Position: req.Since.Position, ManifestSHA256: req.Since.ManifestSHA256}
+		since = req.Since.Files
+	}
+	files, err := backup.HashTree(ctx, dir, since, backup.NewPacer(backup.DefaultRate), b.hashes)
 	if err != nil {
 		return backup.Manifest{}, err
 	}
 	return backup.Manifest{
 		Format: backup.Format, ID: id, TvsmVersion: b.n.version, Created: time.Now().UTC(),
-		Store: "embedded", StoreFormat: sum.Format, Position: sum.Last, Events: sum.Events,
-		MasterKey: note, Files: files,
+		Store: "embedded", StoreFormat: sum.Format, Position: sum.Last, Events: sum.Events, LastEventID: lastID,
+		Parent: parent, MasterKey: note, Files: files,
 	}, nil
 }
 
@@ -273,35 +319,4 @@ func copyNew(from, to string) error {
 	}
 	_, err = io.Copy(dst, src)
 	return errors.Join(err, dst.Sync(), dst.Close())
-}
-
-// hashTree lists every file under dir with its size and SHA-256, by its
-// slash-separated path relative to dir, in path order.
-func hashTree(dir string) ([]backup.File, error) {
-	var files []backup.File
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		size, sum, err := backup.HashFile(p)
-		if err != nil {
-			return err
-		}
-		files = append(files, backup.File{Path: filepath.ToSlash(rel), Size: size, SHA256: sum})
-		return nil
-	})
-	slices.SortFunc(files, func(a, b backup.File) int {
-		switch {
-		case a.Path < b.Path:
-			return -1
-		case a.Path > b.Path:
-			return 1
-		}
-		return 0
-	})
-	return files, err
 }
