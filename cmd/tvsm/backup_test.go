@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -136,48 +135,10 @@ func TestBackupUnderConcurrentWritersRestores(t *testing.T) {
 	}
 	src = startBackupNode(t, src.data)
 
-	const writers = 16
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	var mu sync.Mutex
-	acked := map[string]int64{} // login → id
-	var ackCount atomic.Int64
-	enough := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for i := 0; ctx.Err() == nil; i++ {
-				login := fmt.Sprintf("w%d-%d", w, i)
-				status, b := src.do(ctx, http.MethodPost, "/api/provider/accounts", map[string]any{
-					"provider": provider, "login": login, "fullname": "Writer " + login, "pin_md5": faultPinMD5})
-				if ctx.Err() != nil {
-					return // cut off: the outcome is unknown
-				}
-				var obj struct{ ID int64 }
-				if status != http.StatusOK || json.Unmarshal(b, &obj) != nil || obj.ID <= 0 {
-					t.Errorf("create %s: %d %s", login, status, b)
-					return
-				}
-				mu.Lock()
-				acked[login] = obj.ID
-				mu.Unlock()
-				if ackCount.Add(1) == 400 {
-					close(enough)
-				}
-			}
-		})
-	}
-	select {
-	case <-enough:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("16 writers made %d creates in 2 minutes", ackCount.Load())
-	}
-	mu.Lock()
-	before := make(map[string]int64, len(acked))
-	for k, v := range acked {
-		before[k] = v
-	}
-	mu.Unlock()
+	const writers = 16 // as startAccountWriters runs
+	w := startAccountWriters(t, src, provider)
+	w.waitFor(t, 400)
+	before := w.snapshot()
 
 	bk := filepath.Join(dir, "backup")
 	code, stdout, stderr := runTvsm(t, "backup", "--url", src.base, "--to", bk, "--include-keys")
@@ -185,12 +146,8 @@ func TestBackupUnderConcurrentWritersRestores(t *testing.T) {
 		t.Fatalf("backup: exit %d\n%s%s", code, stdout, stderr)
 	}
 	t.Logf("tvsm backup under %d writers (%d creates acknowledged before it):\n%s", writers, len(before), stdout)
-	during := ackCount.Load()
-	for ackCount.Load() < during+100 && ctx.Err() == nil { // the node keeps serving writes after it
-		time.Sleep(10 * time.Millisecond)
-	}
-	stop()
-	wg.Wait()
+	w.waitFor(t, 100) // the node keeps serving writes after it
+	w.end()
 	if entries, err := os.ReadDir(filepath.Join(src.data, "backups")); err != nil || len(entries) != 0 {
 		t.Errorf("the node kept staged backups after the copy: %v %v", entries, err)
 	}

@@ -88,7 +88,11 @@ func BenchmarkBackupBesideWrites(b *testing.B) {
 }
 
 // fill appends n events in appends of 100 from 16 writers.
-func fill(b *testing.B, s *embedded.Store, n int) {
+func fill(b *testing.B, s *embedded.Store, n int) { appendBatches(b, s, n, "fill") }
+
+// appendBatches appends n events in appends of 100 from 16 writers, to
+// streams named after label.
+func appendBatches(b *testing.B, s *embedded.Store, n int, label string) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range 16 {
@@ -100,9 +104,9 @@ func fill(b *testing.B, s *embedded.Store, n int) {
 				}
 				evs := make([]eventstore.EventData, 0, 100)
 				for i := first; i < min(first+100, n); i++ {
-					evs = append(evs, benchEvent("fill", i))
+					evs = append(evs, benchEvent(label, i))
 				}
-				if _, err := s.Append(context.Background(), fmt.Sprintf("fill-%d-%d", w, first), eventstore.NoStream, evs...); err != nil {
+				if _, err := s.Append(context.Background(), fmt.Sprintf("%s-%d-%d", label, w, first), eventstore.NoStream, evs...); err != nil {
 					b.Error(err)
 					return
 				}
@@ -293,25 +297,5 @@ func stored(files []backup.File) int64 {
 
 // more appends n events in appends of 100 from 16 writers, as fill does.
 func more(b *testing.B, s *embedded.Store, n, round int) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range 16 {
-		wg.Go(func() {
-			for {
-				first := int(next.Add(100)) - 100
-				if first >= n {
-					return
-				}
-				evs := make([]eventstore.EventData, 0, 100)
-				for i := first; i < min(first+100, n); i++ {
-					evs = append(evs, benchEvent(fmt.Sprintf("more-%d", round), i))
-				}
-				if _, err := s.Append(context.Background(), fmt.Sprintf("more-%d-%d-%d", round, w, first), eventstore.NoStream, evs...); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	appendBatches(b, s, n, fmt.Sprintf("more-%d", round))
 }
