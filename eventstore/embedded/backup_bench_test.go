@@ -40,19 +40,15 @@ func backupBenchEvents(b *testing.B) int {
 // them, copy them while hashing again), and alternately for as long
 // without one. writes-during/without is the ratio of their appends/s;
 // writes-during-checkpoint/without the same for a checkpoint alone;
-// checkpoint-ms the flush and checkpoint, backup-ms the whole backup.
+// checkpoint-ms the checkpoint, backup-ms the whole backup.
 func BenchmarkBackupBesideWrites(b *testing.B) {
 	events, rate := backupBenchEvents(b), backupBenchRate(b)
-	s, err := embedded.Open(b.TempDir(), embedded.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := filledStore(b, events)
 	defer s.Close()
-	fill(b, s, events)
 	var ratios, cpRatios, cps, totals []float64
 	for i := 0; b.Loop(); i++ {
 		dir := filepath.Join(b.TempDir(), fmt.Sprint(i))
-		// The checkpoint alone (the flush and the hard links).
+		// The checkpoint alone (pebble's checkpoint and the unflushed segments).
 		cpOnly, d := appendWhile(b, s, func() {
 			if _, err := s.Checkpoint(context.Background(), filepath.Join(dir, "alone")); err != nil {
 				b.Error(err)
@@ -85,6 +81,17 @@ func BenchmarkBackupBesideWrites(b *testing.B) {
 	b.ReportMetric(median(totals), "backup-ms")
 	b.Logf("%d events, paced at %d MiB/s; writes during/without %v (during the checkpoint alone %v), checkpoint ms %v, backup ms %v",
 		events, rate>>20, ratios, cpRatios, cps, totals)
+}
+
+// filledStore opens a store in a temporary directory and fills it with n
+// events.
+func filledStore(b *testing.B, n int) *embedded.Store {
+	s, err := embedded.Open(b.TempDir(), embedded.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fill(b, s, n)
+	return s
 }
 
 // fill appends n events in appends of 100 from 16 writers.
@@ -216,12 +223,8 @@ func median(xs []float64) float64 {
 // incremental/full is the ratio of their times.
 func BenchmarkIncrementalBackup(b *testing.B) {
 	events, rate := backupBenchEvents(b), backupBenchRate(b)
-	s, err := embedded.Open(b.TempDir(), embedded.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := filledStore(b, events)
 	defer s.Close()
-	fill(b, s, events)
 	var ratios, fulls, incs, incBytes []float64
 	cache := backup.NewHashCache() // the node's
 	for i := 0; b.Loop(); i++ {
