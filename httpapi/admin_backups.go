@@ -22,7 +22,8 @@ type Backups interface {
 	// backup.ErrRunning while another is staged, backup.ErrNoMasterKeyFile
 	// when the request asks for a key the node was given by value,
 	// backup.ErrNotSameLog when it is to be made since a backup of
-	// another log.
+	// another log, backup.ErrReadModelBehind when the node's read model
+	// does not apply the copied log in time.
 	Start(ctx context.Context, req backup.Request) (backup.Manifest, error)
 	// Open opens a file of the staged backup id, backup.ErrNoBackup when
 	// there is no such backup or file.
@@ -52,6 +53,10 @@ func mountBackups(g *gin.RouterGroup, b Backups) {
 		case errors.Is(err, backup.ErrNotOwned), errors.Is(err, backup.ErrRunning), errors.Is(err, backup.ErrNoMasterKeyFile),
 			errors.Is(err, backup.ErrNotSameLog):
 			WriteError(c, Conflict(err.Error()))
+		case errors.Is(err, backup.ErrReadModelBehind):
+			e := Unavailable(err.Error())
+			e.RetryAfter = 30
+			WriteError(c, e)
 		case err != nil:
 			WriteError(c, err)
 		default:

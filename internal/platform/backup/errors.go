@@ -16,6 +16,10 @@ var (
 	// ErrNoMasterKeyFile: a backup with the master key was asked of a node
 	// given its master key by value.
 	ErrNoMasterKeyFile = errors.New("no master key file to include")
+	// ErrReadModelBehind: the node's read model did not apply the log the
+	// backup copied in time (the copy's key file must agree with the
+	// erasures the read model knows).
+	ErrReadModelBehind = errors.New("the node's read model has not applied the log the backup copied")
 	// ErrNotSameLog: an incremental backup was asked since a backup of
 	// another log (another node's, or one this node's log no longer
 	// continues, as after a restore of an older backup).

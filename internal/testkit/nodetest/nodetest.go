@@ -119,6 +119,9 @@ type Options struct {
 	// Share is a running node whose event store, key store and master key
 	// this node shares: two nodes of one deployment. It overrides Store.
 	Share *Env
+	// BackupReadModelWait is node.Options.BackupReadModelWait (0: the
+	// node's default).
+	BackupReadModelWait time.Duration
 	// MasterKey is the node's master key (default: generated beside its
 	// data directory, or SharedMasterKey on a store that can tombstone).
 	MasterKey *sealed.MasterKey
@@ -196,6 +199,7 @@ func StartWith(t testing.TB, o Options) *Env {
 		Timers:            o.Timers, Billing: o.Billing, NodeName: "test", Sockets: o.Sockets,
 		Stats: o.Stats, StatsName: o.StatsName, DefaultDeviceLimit: o.DefaultDeviceLimit,
 		ReadYourWritesTimeout: o.ReadYourWritesTimeout, MasterKey: o.MasterKey, Keys: keys,
+		BackupReadModelWait: o.BackupReadModelWait,
 	})
 	if err != nil {
 		_ = closeStore()

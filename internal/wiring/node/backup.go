@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -24,6 +25,11 @@ import (
 // the disk, so one a client abandoned must not stay.
 const backupIdle = 15 * time.Minute
 
+// defaultBackupReadModelWait is Options.BackupReadModelWait's default: a
+// serving node's read model is milliseconds behind its log; minutes
+// behind, it is not applying.
+const defaultBackupReadModelWait = 2 * time.Minute
+
 // checkpointer is an event store the node owns, which copies itself
 // consistently while it serves (the embedded store).
 type checkpointer interface {
@@ -39,6 +45,8 @@ type Backups struct {
 	n      *Node
 	dir    string
 	hashes *backup.HashCache // of the commit log segments staged, for the next incremental backup
+	// readModelWait bounds the wait for the read model to apply the copy.
+	readModelWait time.Duration
 
 	mu      sync.Mutex
 	running bool
@@ -54,8 +62,9 @@ type stagedBackup struct {
 
 // startBackups makes the node's Backups. Staged copies a stopped or
 // killed node left behind are removed first.
-func (n *Node) startBackups(context.Context, Options) error {
-	b := &Backups{n: n, dir: filepath.Join(n.dataDir, "backups"), hashes: backup.NewHashCache()}
+func (n *Node) startBackups(_ context.Context, opts Options) error {
+	b := &Backups{n: n, dir: filepath.Join(n.dataDir, "backups"), hashes: backup.NewHashCache(),
+		readModelWait: cmp.Or(max(opts.BackupReadModelWait, 0), defaultBackupReadModelWait)}
 	if err := os.RemoveAll(b.dir); err != nil {
 		return err
 	}
@@ -67,8 +76,9 @@ func (n *Node) startBackups(context.Context, Options) error {
 // Start stages a backup and returns its manifest: the files to copy with
 // their sizes and SHA-256. It fails with backup.ErrNotOwned on a store the
 // node does not own (EventStoreDB), backup.ErrRunning while another is
-// being staged, and backup.ErrNotSameLog for an incremental one since a
-// backup of another log.
+// being staged, backup.ErrNotSameLog for an incremental one since a
+// backup of another log, and backup.ErrReadModelBehind when the read model
+// does not apply the copied log within Options.BackupReadModelWait.
 //
 // The order is what makes the parts agree. The snapshots are copied
 // first, so they are at or before the log's copy and a node started on
@@ -172,8 +182,13 @@ func (b *Backups) stage(ctx context.Context, cp checkpointer, id, dir string, re
 	if err != nil {
 		return backup.Manifest{}, err
 	}
-	if err := b.n.Runner.Progress().Wait(ctx, eventstore.Position{Commit: sum.Last, Prepare: sum.Last}); err != nil {
+	applied, err := b.n.Runner.Progress().WaitWithin(ctx, eventstore.Position{Commit: sum.Last, Prepare: sum.Last}, b.readModelWait)
+	if err != nil {
 		return backup.Manifest{}, err
+	}
+	if !applied {
+		return backup.Manifest{}, fmt.Errorf("%w: it is at position %d, the copy at %d, after %v; the node's log says why (a read model that cannot apply an event retries it): try again once it has caught up",
+			backup.ErrReadModelBehind, b.n.Runner.Progress().Position().Commit, sum.Last, b.readModelWait)
 	}
 	keys := filepath.Join(dir, filepath.FromSlash(backup.KeysFile))
 	if err := b.n.fileKeys.CopyTo(keys); err != nil {

@@ -82,7 +82,13 @@ type Options struct {
 	// CatchUpTimeout bounds how long Start waits for the read model to reach
 	// the head of the log (default 10 minutes).
 	CatchUpTimeout time.Duration
-	Clock          func() time.Time
+	// BackupReadModelWait bounds how long a backup, once it has copied the
+	// log, waits for the read model to apply the copy's last event (default
+	// two minutes): a read model that cannot apply an event retries it
+	// forever, and the backup is then refused (backup.ErrReadModelBehind)
+	// rather than held.
+	BackupReadModelWait time.Duration
+	Clock               func() time.Time
 	// AdminLogins and DeviceLogins throttle failed logins of the Basic-auth
 	// APIs and of the Device API (zero fields: 5 per login and 20 per
 	// address a minute; the clock defaults to Clock).
