@@ -27,7 +27,7 @@ type accountWriters struct {
 	count atomic.Int64
 }
 
-func startAccountWriters(t *testing.T, n *backupNode, provider int64) *accountWriters {
+func startAccountWriters(t testing.TB, n *backupNode, provider int64) *accountWriters {
 	ctx, stop := context.WithCancel(context.Background())
 	w := &accountWriters{stop: stop, acked: map[string]int64{}}
 	for i := range 16 {
@@ -56,7 +56,7 @@ func startAccountWriters(t *testing.T, n *backupNode, provider int64) *accountWr
 }
 
 // waitFor waits until the writers have made n more creates.
-func (w *accountWriters) waitFor(t *testing.T, n int64) {
+func (w *accountWriters) waitFor(t testing.TB, n int64) {
 	t.Helper()
 	want := w.count.Load() + n
 	for deadline := time.Now().Add(2 * time.Minute); w.count.Load() < want; time.Sleep(10 * time.Millisecond) {

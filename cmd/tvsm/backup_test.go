@@ -29,7 +29,7 @@ const backupPassword = "backup-test-pw"
 // backupNode is a tvsm serve process on the embedded store, as its
 // superadmin root.
 type backupNode struct {
-	t    *testing.T
+	t    testing.TB
 	data string
 	proc *process
 	base string
@@ -37,7 +37,7 @@ type backupNode struct {
 }
 
 // startBackupNode starts a node on data and waits until it is ready.
-func startBackupNode(t *testing.T, data string) *backupNode {
+func startBackupNode(t testing.TB, data string) *backupNode {
 	t.Helper()
 	n := &backupNode{t: t, data: data, http: &http.Client{Timeout: 30 * time.Second}}
 	n.proc = startProcess(t, "serve", []string{"TVSM_ADMIN_LOGIN=root", "TVSM_ADMIN_PASSWORD=" + backupPassword},
@@ -110,7 +110,7 @@ func (n *backupNode) accounts(provider int64) map[string][]int64 {
 
 // runTvsm runs a tvsm command in-process with the superadmin's password in
 // the environment.
-func runTvsm(t *testing.T, args ...string) (int, string, string) {
+func runTvsm(t testing.TB, args ...string) (int, string, string) {
 	t.Helper()
 	isolateEnv(t)
 	t.Setenv("TVSM_ADMIN_LOGIN", "root")

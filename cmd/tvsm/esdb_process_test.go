@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 
 // process is a tvsm command running as a child process of the test.
 type process struct {
-	t      *testing.T
+	t      testing.TB
 	name   string
 	cmd    *exec.Cmd
 	log    *testutil.SyncBuffer
@@ -45,7 +45,7 @@ type process struct {
 // startProcess starts `tvsm args...` with env added to a clean TVSM_*
 // environment, and stops it (SIGKILL) at the end of the test if it still
 // runs.
-func startProcess(t *testing.T, name string, env []string, args ...string) *process {
+func startProcess(t testing.TB, name string, env []string, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(cleanEnv(), runMainEnv+"=1")

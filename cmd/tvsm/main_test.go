@@ -28,7 +28,7 @@ func isolateEnv(t testing.TB) {
 	}
 }
 
-func runCapture(t *testing.T, args ...string) (code int, stdout, stderr string) {
+func runCapture(t testing.TB, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code = run(context.Background(), args, &out, &errOut)

@@ -226,22 +226,24 @@ func BenchmarkIncrementalBackup(b *testing.B) {
 	s := filledStore(b, events)
 	defer s.Close()
 	var ratios, fulls, incs, incBytes []float64
+	var incPhases []backupPhases
 	cache := backup.NewHashCache() // the node's
 	for i := 0; b.Loop(); i++ {
 		dir := filepath.Join(b.TempDir(), fmt.Sprint(i))
 		started := time.Now()
-		full, err := stageAndCopy(s, filepath.Join(dir, "full"), nil, rate, cache)
+		full, _, err := stageAndCopy(s, filepath.Join(dir, "full"), nil, rate, cache)
 		if err != nil {
 			b.Fatal(err)
 		}
 		fullTime := time.Since(started)
 		more(b, s, events/100, i)
 		started = time.Now()
-		inc, err := stageAndCopy(s, filepath.Join(dir, "inc"), full, rate, cache)
+		inc, phases, err := stageAndCopy(s, filepath.Join(dir, "inc"), full, rate, cache)
 		if err != nil {
 			b.Fatal(err)
 		}
 		incTime := time.Since(started)
+		incPhases = append(incPhases, phases)
 		ratios = append(ratios, incTime.Seconds()/fullTime.Seconds())
 		fulls = append(fulls, float64(fullTime.Milliseconds()))
 		incs = append(incs, float64(incTime.Milliseconds()))
@@ -253,20 +255,35 @@ func BenchmarkIncrementalBackup(b *testing.B) {
 	b.ReportMetric(median(incs), "incremental-ms")
 	b.Logf("%d events + 1%%, paced at %d MiB/s; incremental/full time %v, bytes copied %v; full ms %v, incremental ms %v",
 		events, rate>>20, ratios, incBytes, fulls, incs)
+	b.Logf("incremental phases: %v", incPhases)
+}
+
+// backupPhases is how long each part of stageAndCopy took.
+type backupPhases struct{ checkpoint, hash, copy time.Duration }
+
+func (p backupPhases) String() string {
+	return fmt.Sprintf("checkpoint %v hash %v copy %v", p.checkpoint.Round(time.Millisecond),
+		p.hash.Round(time.Millisecond), p.copy.Round(time.Millisecond))
 }
 
 // stageAndCopy does what the node and tvsm backup do: checkpoint into
 // dir/staged, hash (since the earlier backup's files, when given), then
 // copy the bytes the backup holds into dir/copy, synced; both at rate.
-func stageAndCopy(s *embedded.Store, dir string, since []backup.File, rate int64, cache *backup.HashCache) ([]backup.File, error) {
+func stageAndCopy(s *embedded.Store, dir string, since []backup.File, rate int64, cache *backup.HashCache) ([]backup.File, backupPhases, error) {
+	var took backupPhases
 	staged := filepath.Join(dir, "staged")
+	started := time.Now()
 	if _, err := s.Checkpoint(context.Background(), filepath.Join(staged, backup.EventsDir)); err != nil {
-		return nil, err
+		return nil, took, err
 	}
+	took.checkpoint = time.Since(started)
+	started = time.Now()
 	files, err := backup.HashTree(context.Background(), staged, since, backup.NewPacer(rate), cache)
 	if err != nil {
-		return nil, err
+		return nil, took, err
 	}
+	took.hash = time.Since(started)
+	started = time.Now()
 	client := backup.NewPacer(rate)
 	for _, f := range files {
 		if f.InParent {
@@ -274,11 +291,11 @@ func stageAndCopy(s *embedded.Store, dir string, since []backup.File, rate int64
 		}
 		to := filepath.Join(dir, "copy", filepath.FromSlash(f.Path))
 		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
-			return nil, err
+			return nil, took, err
 		}
 		src, err := os.Open(filepath.Join(staged, filepath.FromSlash(f.Path)))
 		if err != nil {
-			return nil, err
+			return nil, took, err
 		}
 		dst, err := os.Create(to)
 		if err == nil {
@@ -287,10 +304,11 @@ func stageAndCopy(s *embedded.Store, dir string, since []backup.File, rate int64
 		}
 		src.Close()
 		if err != nil {
-			return nil, err
+			return nil, took, err
 		}
 	}
-	return files, nil
+	took.copy = time.Since(started)
+	return files, took, nil
 }
 
 // stored is the bytes a backup of files holds itself.
