@@ -26,12 +26,16 @@ type Conn struct {
 	// (Options.MaxPerAddress) once its socket is closed.
 	release func()
 
-	q          queue
-	pingDue    atomic.Bool
-	done       chan struct{} // closed when the connection must end
-	readerDone chan struct{} // closed when the reader goroutine returned
-	closeOnce  sync.Once
-	reason     CloseReason // set once before done is closed
+	q       queue
+	pingDue atomic.Bool
+	// writeStarted is when the message write under way began (Unix
+	// nanoseconds), 0 between writes: the hub's sweep closes a connection
+	// whose write has lasted longer than WriteWait (Hub.sweepWrites).
+	writeStarted atomic.Int64
+	done         chan struct{} // closed when the connection must end
+	readerDone   chan struct{} // closed when the reader goroutine returned
+	closeOnce    sync.Once
+	reason       CloseReason // set once before done is closed
 	// life says whether the connection was started and closed: finish runs
 	// once both are true, whichever comes second.
 	life struct {
@@ -290,8 +294,13 @@ func (c *Conn) flush() {
 			c.close(c.q.closeReason())
 			return
 		}
-		_ = c.ws.SetWriteDeadline(c.deadline())
-		if err := c.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
+		// No write deadline: setting one takes the runtime's timer locks,
+		// which cost a broadcast about a twentieth of its CPU; the hub's
+		// sweep bounds the write instead.
+		c.writeStarted.Store(time.Now().UnixNano())
+		err := c.ws.WriteMessage(websocket.TextMessage, msg)
+		c.writeStarted.Store(0)
+		if err != nil {
 			c.close(ReasonWriteError)
 			return
 		}

@@ -49,6 +49,44 @@ func TestSlowConsumerIsClosedAndSendNeverBlocks(t *testing.T) {
 	}
 }
 
+// Given a device that stops reading, when one message too big for the
+// socket's buffers is sent to it (its queue far from full, so only the
+// write is stuck), then the hub's sweep ends that write within 5/4 of
+// WriteWait: the connection closes with write_error and leaves the hub.
+func TestStuckWriteIsEndedByTheSweep(t *testing.T) {
+	const writeWait = 300 * time.Millisecond
+	e := newEnv(t, Options{QueueSize: 64, WriteWait: writeWait, CloseGrace: 100 * time.Millisecond})
+	d := &websocket.Dialer{
+		HandshakeTimeout: 5 * time.Second,
+		ReadBufferSize:   256,
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err == nil {
+				_ = c.(*net.TCPConn).SetReadBuffer(4096)
+			}
+			return c, err
+		},
+	}
+	e.dial(t, 7, d) // never read from
+	huge := command(t, "huge", `{"text":"`+strings.Repeat("x", 32<<20)+`"}`)
+	sent := time.Now()
+	if !e.hub.Send(7, huge) {
+		t.Fatal("the connection refused the message")
+	}
+	if r := e.waitClose(t, 7); r != ReasonWriteError {
+		t.Fatalf("reason %v, want write_error", r)
+	}
+	// The sweep runs every WriteWait/4; the close frame and the OnClose
+	// come after it. Ten WriteWaits leave room for a busy machine while
+	// still telling a bounded write from the test's own timeout.
+	if took := time.Since(sent); took < writeWait || took > 10*writeWait {
+		t.Errorf("the stuck write ended after %v; WriteWait is %v", took, writeWait)
+	}
+	if e.hub.Connected(7) {
+		t.Error("the connection is still registered")
+	}
+}
+
 // readLoop drains ws in the background (so control frames are handled) and
 // returns a channel receiving the first read error.
 func readLoop(ws *websocket.Conn) <-chan error {

@@ -32,6 +32,12 @@ type Hub struct {
 	seq      atomic.Uint64  // last Conn.Seq handed out
 	stats    counters
 	addrs    *connlimit.Counter // websockets per client address
+	// sweep is the timer of the next sweepWrites, armed while the hub has
+	// connections and is not shutting down.
+	sweep struct {
+		sync.Mutex
+		timer *time.Timer
+	}
 }
 
 // NewHub returns a hub configured by opts.
@@ -78,6 +84,7 @@ func (h *Hub) add(c *Conn) bool {
 	old := s.conns[c.deviceID]
 	s.conns[c.deviceID] = c
 	s.mu.Unlock()
+	h.armSweep()
 	h.stats.accepted.Add(1)
 	if old != nil {
 		old.close(ReasonReplaced)
@@ -185,11 +192,56 @@ func (h *Hub) Stats() Stats {
 	}
 }
 
+// armSweep arms the timer of the next sweep of writes unless it is armed
+// or the hub is shutting down.
+func (h *Hub) armSweep() {
+	h.sweep.Lock()
+	defer h.sweep.Unlock()
+	if h.sweep.timer == nil && !h.closing.Load() {
+		h.sweep.timer = time.AfterFunc(h.opts.WriteWait/4, h.sweepWrites)
+	}
+}
+
+// sweepWrites closes the connections whose message write has lasted
+// longer than WriteWait: their device stopped reading and the socket's
+// buffers are full. Closing the socket ends the write. It arms the next
+// sweep while connections remain.
+func (h *Hub) sweepWrites() {
+	limit := int64(h.opts.WriteWait)
+	now := time.Now().UnixNano()
+	var stuck []*Conn
+	for i := range h.shards {
+		s := &h.shards[i]
+		s.mu.RLock()
+		for _, c := range s.conns {
+			if started := c.writeStarted.Load(); started != 0 && now-started > limit {
+				stuck = append(stuck, c)
+			}
+		}
+		s.mu.RUnlock()
+	}
+	for _, c := range stuck {
+		c.close(ReasonWriteError)
+	}
+	h.sweep.Lock()
+	h.sweep.timer = nil
+	h.sweep.Unlock()
+	if h.Count() > 0 {
+		h.armSweep()
+	}
+}
+
 // Shutdown refuses new connections, sends a going-away close frame to every
 // connection and waits until all of them have finished (OnClose returned) or
 // ctx is done, whichever comes first; it returns ctx.Err() in the latter case.
 func (h *Hub) Shutdown(ctx context.Context) error {
 	h.closing.Store(true)
+	h.sweep.Lock()
+	if h.sweep.timer != nil {
+		h.sweep.timer.Stop()
+		h.sweep.timer = nil
+	}
+	h.sweep.Unlock()
 	var all []*Conn
 	for i := range h.shards {
 		s := &h.shards[i]

@@ -35,7 +35,10 @@ type Options struct {
 	// PingPeriod is how often pings are sent; it must be below PongWait and
 	// is lowered to 9/10 of PongWait otherwise.
 	PingPeriod time.Duration
-	// WriteWait bounds every single write, including control frames.
+	// WriteWait bounds every single write: a control frame's by its
+	// deadline, a message's by the hub's sweep, which runs every quarter of
+	// WriteWait and closes a connection whose message write has lasted
+	// longer (ReasonWriteError): such a write ends within 5/4 of WriteWait.
 	WriteWait time.Duration
 	// CloseGrace is how long the server waits for the device's close frame
 	// after sending its own before closing the TCP connection.
