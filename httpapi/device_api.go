@@ -206,9 +206,9 @@ func (h *deviceHandlers) login(c *gin.Context) {
 // attempt (a *ThrottledError), and records the outcome with the guard: a
 // refusal by the device limit is a success, since the password matched.
 func (h *deviceHandlers) throttledLogin(ctx context.Context, login, addr string, in command.DeviceLoginInput) (command.DeviceSession, error) {
-	attempt, wait, ok := h.logins.Begin(ctx, login, addr)
+	attempt, refusal, ok := h.logins.Begin(ctx, login, addr)
 	if !ok {
-		return command.DeviceSession{}, Throttled(wait)
+		return command.DeviceSession{}, Refused(refusal)
 	}
 	var (
 		s        command.DeviceSession

@@ -392,6 +392,9 @@ func TestDeviceLoginThrottled(t *testing.T) {
 	// The login is locked, even with the right password, for a minute.
 	status, body, h := login(r.login, devPassword)
 	devFails(t, status, body, http.StatusTooManyRequests, "too_many_requests")
+	if !strings.Contains(string(body), "too many failed logins") {
+		t.Errorf("the refusal for failures says %s", body)
+	}
 	if h.Get("Retry-After") != "60" {
 		t.Fatalf("Retry-After %q, want 60", h.Get("Retry-After"))
 	}

@@ -30,12 +30,23 @@ type ThrottledError struct {
 	api        *Error
 }
 
-// Throttled returns the error of an attempt refused for retryAfter.
+// Throttled returns the error of an attempt refused for retryAfter
+// because of failed logins.
 func Throttled(retryAfter time.Duration) *ThrottledError {
-	secs := retryAfterSeconds(retryAfter)
-	return &ThrottledError{RetryAfter: retryAfter, api: &Error{
-		Status: http.StatusTooManyRequests, Code: CodeTooManyRequests,
-		Cause: fmt.Sprintf("too many failed logins; retry in %d s", secs),
+	return Refused(throttle.Refusal{RetryAfter: retryAfter})
+}
+
+// Refused returns the error of an attempt the login guard refused: for
+// failed logins, or because as many from the address were still being
+// checked (a burst of new logins behind one NAT address).
+func Refused(r throttle.Refusal) *ThrottledError {
+	secs := retryAfterSeconds(r.RetryAfter)
+	cause := fmt.Sprintf("too many failed logins; retry in %d s", secs)
+	if r.Busy {
+		cause = fmt.Sprintf("too many logins from this address are being checked at once; retry in %d s", secs)
+	}
+	return &ThrottledError{RetryAfter: r.RetryAfter, api: &Error{
+		Status: http.StatusTooManyRequests, Code: CodeTooManyRequests, Cause: cause,
 	}}
 }
 
@@ -167,9 +178,9 @@ func (t *throttledAuth) Authenticate(ctx context.Context, login, password string
 		case errors.Is(f.err, ErrBadCredentials):
 			// The same wrong password, from this address too: a failure
 			// like any other, without checking it again.
-			attempt, wait, ok := t.guard.Begin(ctx, login, addr)
+			attempt, refusal, ok := t.guard.Begin(ctx, login, addr)
 			if !ok {
-				return Principal{}, Throttled(wait)
+				return Principal{}, Refused(refusal)
 			}
 			attempt.Failed()
 			return Principal{}, f.err
@@ -185,9 +196,9 @@ func (t *throttledAuth) Authenticate(ctx context.Context, login, password string
 func (t *throttledAuth) check(ctx context.Context, key flightKey, f *flight, lane admission.Lane, login, addr, password string) (p Principal, err error) {
 	checked := false
 	defer func() { t.land(key, f, p, err, checked) }()
-	attempt, wait, ok := t.guard.Begin(ctx, login, addr)
+	attempt, refusal, ok := t.guard.Begin(ctx, login, addr)
 	if !ok {
-		return Principal{}, Throttled(wait)
+		return Principal{}, Refused(refusal)
 	}
 	returned := false
 	defer func() { finishAttempt(attempt, returned, err, ErrBadCredentials) }()

@@ -123,6 +123,18 @@ func NewGuard(o GuardOptions) *Guard {
 type Attempt struct {
 	g   *Guard
 	key pairKey
+	// known: the login had succeeded from the address (Standing Known),
+	// so the attempt is not counted among the address's in flight.
+	known bool
+}
+
+// Refusal says why Begin refused an attempt, and when to try again.
+type Refusal struct {
+	// RetryAfter is how long until the attempt may be tried again.
+	RetryAfter time.Duration
+	// Busy: refused for want of room among attempts still being checked
+	// (RetryAfter is InFlightRetry), not for failures recorded.
+	Busy bool
 }
 
 // Check reports whether login may be tried from address now, by the
@@ -135,7 +147,7 @@ func (g *Guard) Check(login, address string) (retryAfter time.Duration, ok bool)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	failed, _, wait := g.room(pairKey{login, address})
+	failed, _, wait := g.room(pairKey{login, address}, false)
 	if failed {
 		g.refusedFailed.Add(1)
 	}
@@ -159,28 +171,37 @@ func (g *Guard) Forget(login, address string) {
 // checked now and, when it may, counts it as a failure until it finishes.
 // When failures recorded reach a limit it is refused at once; when only
 // attempts in flight would, were they to fail, it waits for them (at most
-// MaxWait, or until ctx ends) and is refused with InFlightRetry if there is
-// still no room. retryAfter is how long until it may be tried again.
-func (g *Guard) Begin(ctx context.Context, login, address string) (a Attempt, retryAfter time.Duration, ok bool) {
+// MaxWait, or until ctx ends) and is refused (Refusal.Busy) with
+// InFlightRetry if there is still no room.
+//
+// An attempt of a login that succeeded from the address before (Standing
+// Known) is not counted among the address's attempts in flight, nor held
+// to them: a reconnect storm of set-top boxes behind one NAT address would
+// otherwise be let through AddressLimit at a time, and mostly refused. It
+// still counts for its login, and its failure for the address.
+func (g *Guard) Begin(ctx context.Context, login, address string) (a Attempt, refusal Refusal, ok bool) {
 	if g == nil {
-		return Attempt{}, 0, true
+		return Attempt{}, Refusal{}, true
 	}
 	key := pairKey{login, address}
+	known := g.known.has(login, address)
 	var timeout <-chan time.Time
 	for {
 		g.mu.Lock()
-		failed, full, wait := g.room(key)
+		failed, full, wait := g.room(key, known)
 		if !failed && !full {
 			g.pairsInFlight[key]++
-			g.addressesInFlight[address]++
+			if !known {
+				g.addressesInFlight[address]++
+			}
 			g.loginsInFlight[login]++
 			g.mu.Unlock()
-			return Attempt{g: g, key: key}, 0, true
+			return Attempt{g: g, key: key, known: known}, Refusal{}, true
 		}
 		if failed {
 			g.mu.Unlock()
 			g.refusedFailed.Add(1)
-			return Attempt{}, wait, false
+			return Attempt{}, Refusal{RetryAfter: wait}, false
 		}
 		finished := g.finished
 		g.waiting++
@@ -202,15 +223,16 @@ func (g *Guard) Begin(ctx context.Context, login, address string) (a Attempt, re
 		g.mu.Unlock()
 		if !woken {
 			g.refusedBusy.Add(1)
-			return Attempt{}, InFlightRetry, false
+			return Attempt{}, Refusal{RetryAfter: InFlightRetry, Busy: true}, false
 		}
 	}
 }
 
 // room says whether the failures recorded for key reach a limit (with the
 // wait until they no longer do), and whether they and the attempts in
-// flight would. g.mu is held.
-func (g *Guard) room(key pairKey) (failed, full bool, wait time.Duration) {
+// flight would; for a known pair, the address's failures alone. g.mu is
+// held.
+func (g *Guard) room(key pairKey, known bool) (failed, full bool, wait time.Duration) {
 	check := func(failures, inFlight, limit int, until time.Duration) {
 		switch {
 		case failures >= limit:
@@ -222,7 +244,11 @@ func (g *Guard) room(key pairKey) (failed, full bool, wait time.Duration) {
 	pairFailures, pairWait := g.pairs.Failures(key)
 	check(pairFailures, g.pairsInFlight[key], g.pairs.Limit(), pairWait)
 	addrFailures, addrWait := g.addresses.Failures(key.address)
-	check(addrFailures, g.addressesInFlight[key.address], g.addresses.Limit(), addrWait)
+	addrInFlight := g.addressesInFlight[key.address]
+	if known {
+		addrInFlight = 0
+	}
+	check(addrFailures, addrInFlight, g.addresses.Limit(), addrWait)
 	// Only an address that failed the login itself is held to the login's
 	// total.
 	if pairFailures > 0 {
@@ -267,7 +293,7 @@ func (a Attempt) end(record func(*Guard)) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.finish(a.key)
+	g.finish(a.key, a.known)
 	if record != nil {
 		record(g)
 	}
@@ -275,9 +301,11 @@ func (a Attempt) end(record func(*Guard)) {
 
 // finish removes an attempt from the in-flight counts and wakes the
 // attempts waiting for room; g.mu is held.
-func (g *Guard) finish(key pairKey) {
+func (g *Guard) finish(key pairKey, known bool) {
 	decrement(g.pairsInFlight, key)
-	decrement(g.addressesInFlight, key.address)
+	if !known {
+		decrement(g.addressesInFlight, key.address)
+	}
 	decrement(g.loginsInFlight, key.login)
 	if g.waiting > 0 {
 		close(g.finished)

@@ -14,29 +14,29 @@ import (
 // let through.
 func fail(t *testing.T, g *Guard, login, address string) {
 	t.Helper()
-	a, wait, ok := g.Begin(context.Background(), login, address)
+	a, refusal, ok := g.Begin(context.Background(), login, address)
 	if !ok {
-		t.Fatalf("%s from %s refused (retry after %v), want let through", login, address, wait)
+		t.Fatalf("%s from %s refused (retry after %v), want let through", login, address, refusal.RetryAfter)
 	}
 	a.Failed()
 }
 
 func mustBegin(t *testing.T, g *Guard, login, address string) Attempt {
 	t.Helper()
-	a, wait, ok := g.Begin(context.Background(), login, address)
+	a, refusal, ok := g.Begin(context.Background(), login, address)
 	if !ok {
-		t.Fatalf("%s from %s refused (retry after %v), want let through", login, address, wait)
+		t.Fatalf("%s from %s refused (retry after %v), want let through", login, address, refusal.RetryAfter)
 	}
 	return a
 }
 
 func mustRefuseBegin(t *testing.T, g *Guard, login, address string, wantWait time.Duration) {
 	t.Helper()
-	if a, wait, ok := g.Begin(context.Background(), login, address); ok {
+	if a, refusal, ok := g.Begin(context.Background(), login, address); ok {
 		a.Abandoned()
 		t.Fatalf("%s from %s let through, want refused", login, address)
-	} else if wait != wantWait {
-		t.Fatalf("%s from %s: retry after %v, want %v", login, address, wait, wantWait)
+	} else if refusal.RetryAfter != wantWait {
+		t.Fatalf("%s from %s: retry after %v, want %v", login, address, refusal.RetryAfter, wantWait)
 	}
 }
 
@@ -113,7 +113,7 @@ func TestGuardCountsAttemptsInFlight(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				a, wait, ok := g.Begin(context.Background(), login(i), address)
+				a, refusal, ok := g.Begin(context.Background(), login(i), address)
 				if ok {
 					time.Sleep(time.Millisecond) // the password check
 					a.Failed()
@@ -123,7 +123,7 @@ func TestGuardCountsAttemptsInFlight(t *testing.T) {
 				if ok {
 					checked++
 				} else {
-					waits[wait]++
+					waits[refusal.RetryAfter]++
 				}
 			})
 		}
@@ -170,9 +170,42 @@ func TestGuardLetsConcurrentSuccessesThrough(t *testing.T) {
 	mustRefuseBegin(t, g, "a", "10.0.0.1", InFlightRetry)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, wait, ok := g.Begin(ctx, "a", "10.0.0.1"); ok || wait != InFlightRetry {
-		t.Fatalf("canceled wait: ok=%v retry after %v", ok, wait)
+	if _, refusal, ok := g.Begin(ctx, "a", "10.0.0.1"); ok || refusal.RetryAfter != InFlightRetry || !refusal.Busy {
+		t.Fatalf("canceled wait: ok=%v refusal %+v", ok, refusal)
 	}
+}
+
+// Given 100 logins that succeeded from one address (set-top boxes behind
+// a NAT), when they all log in again at once and none has finished, then
+// every one is let through without waiting (the address limit is 20); a
+// new login from the address still finds room beside them; and a known
+// login that fails still counts for the address.
+func TestGuardLetsKnownLoginsThroughAnAddressAtOnce(t *testing.T) {
+	clock := testutil.NewClock(t0)
+	g := NewGuard(GuardOptions{LoginLimit: 5, AddressLimit: 20, MaxWait: 50 * time.Millisecond, Clock: clock.Now})
+	const address = "10.0.0.1"
+	for i := range 100 {
+		mustBegin(t, g, fmt.Sprint("box", i), address).Succeeded()
+	}
+	var inFlight []Attempt
+	for i := range 100 {
+		inFlight = append(inFlight, mustBegin(t, g, fmt.Sprint("box", i), address))
+	}
+	for i := range 20 {
+		inFlight = append(inFlight, mustBegin(t, g, fmt.Sprint("new", i), address))
+	}
+	// The address is full of new logins in flight; a known one still passes.
+	mustBegin(t, g, "box0", address).Succeeded()
+	if _, refusal, ok := g.Begin(context.Background(), "new-extra", address); ok || !refusal.Busy {
+		t.Fatalf("a 21st new login in flight from one address: ok=%v refusal %+v; want refused busy", ok, refusal)
+	}
+	for _, a := range inFlight[:20] {
+		a.Failed() // 20 known logins fail: the address's limit
+	}
+	for _, a := range inFlight[20:] {
+		a.Abandoned()
+	}
+	mustRefuseBegin(t, g, "box50", address, time.Minute)
 }
 
 // Check and Forget serve credentials verified recently: Check looks at
@@ -242,11 +275,11 @@ func FuzzGuard(f *testing.F) {
 			case 0:
 				inFlight := g.pairsInFlight[pairKey{login, addr}]
 				failures, _ := g.pairs.Failures(pairKey{login, addr})
-				a, wait, ok := g.Begin(canceled, login, addr)
+				a, refusal, ok := g.Begin(canceled, login, addr)
 				switch {
 				case ok && failures+inFlight >= limit:
 					t.Fatalf("%s from %s let through with %d failures and %d in flight", login, addr, failures, inFlight)
-				case !ok && wait <= 0:
+				case !ok && refusal.RetryAfter <= 0:
 					t.Fatalf("%s from %s refused without a wait", login, addr)
 				case ok:
 					open = append(open, a)
