@@ -217,3 +217,43 @@ func TestConnectAndDisconnectAreAppended(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// Given more devices connected than a round's lead group, when one command
+// goes to all of them, then the lead group is claimed in an append of its
+// own before the rest, every device is claimed exactly once over the two,
+// and every device gets the command exactly once.
+func TestALargeRoundClaimsItsLeadDevicesFirst(t *testing.T) {
+	const devices = 600 // more than twice the lead group of 256
+	e := newEnv(t)
+	n := e.startNode(t, "n1", t.TempDir(), wsgateway.Options{})
+	devs := make([]*device, 0, devices)
+	for id := int64(1); id <= devices; id++ {
+		devs = append(devs, n.connect(t, id, 1000+id, 1))
+	}
+	send := e.issue(t, domain.RecipientProviders, []int64{1}, message("to all"))
+	for _, dev := range devs {
+		if m := dev.next(t); m.ID != domain.DeliveryID(send, 0, dev.id) {
+			t.Fatalf("device %d got %+v", dev.id, m)
+		}
+	}
+	devs[0].nothingMore(t)
+	devs[devices-1].nothingMore(t)
+	var sizes []int
+	claimed := map[int64]int{}
+	for _, ev := range e.events(t, domain.CommandStream(send)) {
+		if c, ok := ev.(domain.CommandsSent); ok {
+			sizes = append(sizes, len(c.Devices))
+			for _, d := range c.Devices {
+				claimed[d]++
+			}
+		}
+	}
+	if !slices.Equal(sizes, []int{256, devices - 256}) {
+		t.Errorf("claims of %v devices, want the lead group's 256 first, then the rest", sizes)
+	}
+	for _, dev := range devs {
+		if claimed[dev.id] != 1 {
+			t.Errorf("device %d claimed %d times", dev.id, claimed[dev.id])
+		}
+	}
+}
