@@ -271,59 +271,30 @@ func (d *Dispatcher) noTTLStep(it *item, now time.Time) string {
 // even when it reached no device; a failed round is retried.
 func (d *Dispatcher) startRound(ctx context.Context, s *sendState, items []*item) {
 	conns := d.targetConns(s)
+	want := make(map[int][]int64)
 	for _, it := range items {
 		if !it.hasTTL() && !it.ran {
 			it.marker = true
+			want[it.index] = []int64{}
+		}
+		for _, c := range conns {
+			if _, done := it.claimed[c.DeviceID()]; done {
+				continue
+			}
+			if !it.hasTTL() && c.ConnectedAt().After(it.start) {
+				continue
+			}
+			want[it.index] = append(want[it.index], c.DeviceID())
 		}
 	}
-	// The first leadDevices connections are claimed and written to before
-	// the rest is even listed for its claim: the first devices then wait
-	// for a small append rather than for one naming every device.
-	for part := range leadFirst(conns) {
-		want := make(map[int][]int64)
-		for _, it := range items {
-			if it.marker && !it.hasTTL() && !it.ran { // recorded by the first part's claim
-				want[it.index] = []int64{}
-			}
-			for _, c := range part {
-				if _, done := it.claimed[c.DeviceID()]; done {
-					continue
-				}
-				if !it.hasTTL() && c.ConnectedAt().After(it.start) {
-					continue
-				}
-				want[it.index] = append(want[it.index], c.DeviceID())
-			}
-		}
-		if err := d.deliver(ctx, s, want); err != nil {
-			d.retryLater(s.id)
-			return
-		}
+	if err := d.deliver(ctx, s, want); err != nil {
+		d.retryLater(s.id)
+		return
 	}
 	for _, it := range items {
 		it.started = true
 		if !it.hasTTL() {
 			d.state.forget(s, it.index)
-		}
-	}
-}
-
-// leadDevices is how many devices a round claims and writes to before
-// the rest: at 10,000 devices, the claim of all of them took about 2 ms
-// of encoding and appending before the first write.
-const leadDevices = 256
-
-// leadFirst yields conns in two parts, the first leadDevices and the
-// rest, or whole when there are no more than twice that: each part is a
-// claim (an append) of its own.
-func leadFirst(conns []*wsgateway.Conn) iter.Seq[[]*wsgateway.Conn] {
-	return func(yield func([]*wsgateway.Conn) bool) {
-		if len(conns) <= 2*leadDevices {
-			yield(conns)
-			return
-		}
-		if yield(conns[:leadDevices]) {
-			yield(conns[leadDevices:])
 		}
 	}
 }
