@@ -14,6 +14,7 @@ import (
 	"tvsm/httpapi"
 	"tvsm/internal/platform/throttle"
 	"tvsm/internal/testkit/nodetest"
+	"tvsm/internal/testkit/testutil"
 )
 
 // BenchmarkLegitimateGETUnderFailedLogins measures the latency of a
@@ -120,28 +121,18 @@ func BenchmarkLegitimateGETUnderFailedLogins(b *testing.B) {
 			ratio99 = append(ratio99, ms(r.attack99)/ms(r.idle99))
 			ratio50 = append(ratio50, ms(r.attack50)/ms(r.idle50))
 		}
-		b.ReportMetric(median(idle99), name+"-idle-p99-ms")
-		b.ReportMetric(median(attack99), name+"-attack-p99-ms")
-		b.ReportMetric(median(ratio99), name+"-p99-ratio")
-		b.ReportMetric(median(ratio50), name+"-p50-ratio")
+		b.ReportMetric(testutil.Median(idle99), name+"-idle-p99-ms")
+		b.ReportMetric(testutil.Median(attack99), name+"-attack-p99-ms")
+		b.ReportMetric(testutil.Median(ratio99), name+"-p99-ratio")
+		b.ReportMetric(testutil.Median(ratio50), name+"-p50-ratio")
 		b.Logf("%s: legitimate GET p99 without attack %s ms, under attack %s ms, ratio %s (p50 ratio %s; min/median/max over %d rounds); attackers answered %v",
 			name, mmm(idle99), mmm(attack99), mmm(ratio99), mmm(ratio50), len(rounds[env]), answers[env])
 	}
 }
 
-// median returns the median of xs.
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
-}
-
 // mmm formats the min/median/max of xs.
 func mmm(xs []float64) string {
-	return fmt.Sprintf("%.2f/%.2f/%.2f", slices.Min(xs), median(xs), slices.Max(xs))
+	return fmt.Sprintf("%.2f/%.2f/%.2f", slices.Min(xs), testutil.Median(xs), slices.Max(xs))
 }
 
 // percentile returns the p-th percentile of ds (nearest rank).

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"tvsm/internal/platform/backup"
+	"tvsm/internal/testkit/testutil"
 )
 
 // BenchmarkBackupBesideHTTPWrites measures what tvsm backup costs the
@@ -79,17 +79,8 @@ func BenchmarkBackupBesideHTTPWrites(b *testing.B) {
 	}
 	b.StopTimer()
 	w.end()
-	b.ReportMetric(median(ratios), "writes-during/without")
-	b.ReportMetric(median(durations), "backup-ms")
+	b.ReportMetric(testutil.Median(ratios), "writes-during/without")
+	b.ReportMetric(testutil.Median(durations), "backup-ms")
 	b.Logf("%d events, %d MiB; creates/s during over beside %.2f; backup ms %v; creates/s before, during, after each: %.0f",
 		events, size>>20, ratios, durations, rates)
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
 }

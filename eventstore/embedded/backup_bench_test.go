@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"tvsm/eventstore"
 	"tvsm/eventstore/embedded"
 	"tvsm/internal/platform/backup"
+	"tvsm/internal/testkit/testutil"
 )
 
 // backupBenchEvents is the size of the store BenchmarkBackupBesideWrites
@@ -75,10 +75,10 @@ func BenchmarkBackupBesideWrites(b *testing.B) {
 		totals = append(totals, float64(total.Milliseconds()))
 		os.RemoveAll(dir)
 	}
-	b.ReportMetric(median(ratios), "writes-during/without")
-	b.ReportMetric(median(cpRatios), "writes-during-checkpoint/without")
-	b.ReportMetric(median(cps), "checkpoint-ms")
-	b.ReportMetric(median(totals), "backup-ms")
+	b.ReportMetric(testutil.Median(ratios), "writes-during/without")
+	b.ReportMetric(testutil.Median(cpRatios), "writes-during-checkpoint/without")
+	b.ReportMetric(testutil.Median(cps), "checkpoint-ms")
+	b.ReportMetric(testutil.Median(totals), "backup-ms")
 	b.Logf("%d events, paced at %d MiB/s; writes during/without %v (during the checkpoint alone %v), checkpoint ms %v, backup ms %v",
 		events, rate>>20, ratios, cpRatios, cps, totals)
 }
@@ -206,15 +206,6 @@ func hashAndCopy(from, to string, rate int64) error {
 	})
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // BenchmarkIncrementalBackup measures what an incremental backup saves: on
 // a store of backupBenchEvents events, each round makes a full backup
 // (Checkpoint, the node's hashing, the client's synced copy, both at the
@@ -250,9 +241,9 @@ func BenchmarkIncrementalBackup(b *testing.B) {
 		incBytes = append(incBytes, float64(stored(inc))/float64(stored(full)))
 		os.RemoveAll(dir)
 	}
-	b.ReportMetric(median(ratios), "incremental/full")
-	b.ReportMetric(median(fulls), "full-ms")
-	b.ReportMetric(median(incs), "incremental-ms")
+	b.ReportMetric(testutil.Median(ratios), "incremental/full")
+	b.ReportMetric(testutil.Median(fulls), "full-ms")
+	b.ReportMetric(testutil.Median(incs), "incremental-ms")
 	b.Logf("%d events + 1%%, paced at %d MiB/s; incremental/full time %v, bytes copied %v; full ms %v, incremental ms %v",
 		events, rate>>20, ratios, incBytes, fulls, incs)
 	b.Logf("incremental phases: %v", incPhases)
