@@ -40,23 +40,32 @@ func readers() []string {
 	return []string{ReaderGoroutine}
 }
 
-// runSession runs s on a simulation with reader, as a device does.
-func runSession(t *testing.T, reader, url string, s session) error {
+// newTestSim makes a one-device simulation of url with reader, its
+// poller started for the epoll reader; stop stops the poller.
+func newTestSim(t *testing.T, reader, url string) (sim *Sim, stop func()) {
 	t.Helper()
 	sim, err := New(Options{URL: url, Devices: 1, CentrifugoChannel: "test", Reader: reader})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reader == ReaderEpoll {
-		if sim.poller, err = newPoller(); err != nil {
-			t.Fatal(err)
-		}
-		defer sim.poller.stop()
+	if reader != ReaderEpoll {
+		return sim, func() {}
 	}
+	if sim.poller, err = newPoller(); err != nil {
+		t.Fatal(err)
+	}
+	return sim, sim.poller.stop
+}
+
+// runSession runs s on a simulation with reader, as a device does.
+func runSession(t *testing.T, reader, url string, s session) error {
+	t.Helper()
+	sim, stop := newTestSim(t, reader, url)
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s.url = "ws" + strings.TrimPrefix(url, "http") + "/ws"
-	_, err = sim.run(ctx, s)
+	_, err := sim.run(ctx, s)
 	return err
 }
 
@@ -201,16 +210,8 @@ func TestSessionEndsOnDeadlineAndContext(t *testing.T) {
 			if err := runSession(t, reader, srv.URL, session{h: &echoHandler{}, handshakeTimeout: 50 * time.Millisecond}); err == nil {
 				t.Fatal("a session past its handshake time ended without an error")
 			}
-			sim, err := New(Options{URL: srv.URL, Devices: 1, CentrifugoChannel: "test", Reader: reader})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if reader == ReaderEpoll {
-				if sim.poller, err = newPoller(); err != nil {
-					t.Fatal(err)
-				}
-				defer sim.poller.stop()
-			}
+			sim, stop := newTestSim(t, reader, srv.URL)
+			defer stop()
 			ctx, cancel := context.WithCancel(context.Background())
 			ended := make(chan error, 1)
 			connected := make(chan struct{})
