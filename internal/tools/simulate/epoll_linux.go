@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"tvsm/internal/platform/wsframe"
 )
 
 // A device's goroutine blocked in a read is woken through the Go runtime's
@@ -18,7 +20,7 @@ import (
 // of the simulator's CPU per message. The poller instead takes the
 // sockets from the runtime (a duplicate of each descriptor) and one
 // goroutine waits on all of them with epoll: a wakeup brings every socket
-// ready by then, read with one read(2) each and decoded by frameReader;
+// ready by then, read with one read(2) each and decoded by a wsframe.Decoder;
 // the replies are written at once with write(2). The device's goroutine
 // waits, parked, until its session ends.
 //
@@ -32,6 +34,10 @@ import (
 
 // epollSupported tells that ReaderEpoll runs here.
 const epollSupported = true
+
+// maxMessage bounds a message (all its fragments): a server's commands are
+// a few hundred bytes.
+const maxMessage = 1 << 20
 
 // writeTimeout bounds a reply's wait for room in the socket's buffer.
 const writeTimeout = 10 * time.Second
@@ -133,7 +139,7 @@ func (p *poller) loop() {
 // for session s until the session ends or ctx is done. rest are the bytes
 // read past the handshake.
 func (p *poller) serve(ctx context.Context, fd int, rest []byte, s session) error {
-	c := &pollConn{fd: fd, h: s.h, done: make(chan error, 1)}
+	c := &pollConn{fd: fd, h: s.h, done: make(chan error, 1), frames: wsframe.Decoder{Limit: maxMessage}}
 	if s.handshakeTimeout > 0 {
 		c.deadline = time.AfterFunc(s.handshakeTimeout, c.shutdown)
 		defer c.deadline.Stop()
@@ -146,7 +152,7 @@ func (p *poller) serve(ctx context.Context, fd int, rest []byte, s session) erro
 				return err
 			}
 		}
-		c.frames.feed(rest)
+		c.frames.Feed(rest)
 		if err := c.decode(); err != nil {
 			return err
 		}
@@ -179,7 +185,7 @@ func (p *poller) end(c *pollConn, err error) {
 type pollConn struct {
 	fd       int
 	h        handler
-	frames   frameReader
+	frames   wsframe.Decoder
 	wbuf     []byte
 	deadline *time.Timer
 	done     chan error
@@ -190,7 +196,7 @@ type pollConn struct {
 
 // readable reads what arrived and handles the whole messages in it.
 func (c *pollConn) readable() error {
-	n, err := syscall.Read(c.fd, c.frames.space())
+	n, err := syscall.Read(c.fd, c.frames.Space(nil))
 	switch {
 	case err == syscall.EAGAIN || err == syscall.EINTR:
 		return nil
@@ -199,26 +205,27 @@ func (c *pollConn) readable() error {
 	case n == 0:
 		return io.EOF
 	}
-	c.frames.filled(n)
+	c.frames.Filled(n)
 	return c.decode()
 }
 
 // decode handles the whole messages and control frames buffered.
 func (c *pollConn) decode() error {
 	for {
-		op, payload, ok, err := c.frames.next()
+		op, payload, ok, err := c.frames.Next()
 		if err != nil || !ok {
 			return err
 		}
 		switch op {
-		case opText, opBinary:
+		case wsframe.OpText, wsframe.OpBinary:
 			err = c.h.message(payload, c)
-		case opPing:
-			err = c.write(opPong, payload)
-		case opClose:
+		case wsframe.OpPing:
+			err = c.write(wsframe.OpPong, payload)
+		case wsframe.OpClose:
 			// Echo its code, as the protocol asks, then hang up.
-			_ = c.write(opClose, payload[:min(len(payload), 2)])
-			return closeFrameError(payload)
+			_ = c.write(wsframe.OpClose, payload[:min(len(payload), 2)])
+			code, reason := wsframe.CloseFrame(payload)
+			return &closeError{code: code, reason: reason}
 		}
 		if err != nil {
 			return err
@@ -226,7 +233,7 @@ func (c *pollConn) decode() error {
 	}
 }
 
-func (c *pollConn) send(msg []byte) error { return c.write(opText, msg) }
+func (c *pollConn) send(msg []byte) error { return c.write(wsframe.OpText, msg) }
 
 func (c *pollConn) settled() {
 	if c.deadline != nil {
@@ -237,7 +244,7 @@ func (c *pollConn) settled() {
 // write writes one frame, waiting for room in the socket's buffer when
 // there is none.
 func (c *pollConn) write(op byte, payload []byte) error {
-	c.wbuf = appendClientFrame(c.wbuf[:0], op, payload)
+	c.wbuf = wsframe.AppendFrame(c.wbuf[:0], op, payload, true)
 	b := c.wbuf
 	var until time.Time
 	for len(b) > 0 {
