@@ -10,12 +10,10 @@ import (
 	"tvsm/internal/platform/supervise"
 )
 
-// Conn is one device connection. It is created by Hub.Upgrade. One of the
-// hub's pollers reads it (a TCP connection on Linux), or else a reader
-// goroutine of its own for its whole life; a writer goroutine runs only
-// while there is something to write (messages, a ping), so that an idle
-// connection holds no goroutine's stack when polled, one otherwise. Pings
-// are due by a runtime timer.
+// Conn is one device connection. It is created by Hub.Upgrade. A reader
+// goroutine runs for its whole life; a writer goroutine only while there is
+// something to write (messages, a ping), so that an idle connection holds
+// one goroutine's stack, not two. Pings are due by a runtime timer.
 type Conn struct {
 	hub         *Hub
 	ws          *websocket.Conn
@@ -32,20 +30,12 @@ type Conn struct {
 	pingDue atomic.Bool
 	// writeStarted is when the message write under way began (Unix
 	// nanoseconds), 0 between writes: the hub's sweep closes a connection
-	// whose write has lasted longer than WriteWait (Hub.sweepConns).
+	// whose write has lasted longer than WriteWait (Hub.sweepWrites).
 	writeStarted atomic.Int64
-	// rd is the reading by a poller, under rdMu; lastHeard is when it
-	// last read something (Unix nanoseconds), 0 while a reader goroutine
-	// reads instead: the hub's sweep closes a polled connection silent for
-	// longer than PongWait. ponging says a pong is being written.
-	rdMu       sync.Mutex
-	rd         pollRead
-	lastHeard  atomic.Int64
-	ponging    atomic.Bool
-	done       chan struct{} // closed when the connection must end
-	readerDone chan struct{} // closed when reading ended
-	closeOnce  sync.Once
-	reason     CloseReason // set once before done is closed
+	done         chan struct{} // closed when the connection must end
+	readerDone   chan struct{} // closed when the reader goroutine returned
+	closeOnce    sync.Once
+	reason       CloseReason // set once before done is closed
 	// life says whether the connection was started and closed: finish runs
 	// once both are true, whichever comes second.
 	life struct {
@@ -172,13 +162,10 @@ func (c *Conn) close(r CloseReason) {
 	})
 }
 
-// start has the connection read, by a poller or a goroutine, and arms the
-// ping timer. The caller (an HTTP handler) may return at once, so memory
-// it references can be collected.
+// start launches the reader and the ping timer. The caller (an HTTP
+// handler) may return at once, so memory it references can be collected.
 func (c *Conn) start() {
-	if !c.startPolled() {
-		go c.readPump()
-	}
+	go c.readPump()
 	c.life.Lock()
 	c.life.started = true
 	closed := c.life.closed
@@ -239,8 +226,7 @@ func (c *Conn) writeLoop() {
 	}
 }
 
-// readPump reads device messages until the socket fails, for a
-// connection no poller reads.
+// readPump reads device messages until the socket fails.
 func (c *Conn) readPump() {
 	defer close(c.readerDone)
 	defer supervise.Recover(c.hub.opts.Logger, panicComponent, func(*supervise.Panic) { c.close(ReasonInternalError) })
@@ -343,7 +329,6 @@ func (c *Conn) finish() {
 			t.Stop()
 		}
 	}
-	c.stopReading()
 	_ = c.ws.Close()
 	if c.release != nil {
 		c.release()

@@ -1,20 +1,15 @@
 // Package wsgateway is the websocket transport between tvsm and connected
 // devices (set-top boxes, TVs, phones).
 //
-// A Hub is a sharded registry of device connections. What devices send is
-// read by the hub's pollers (Linux, TCP connections: a few goroutines wait
-// with epoll on all the sockets and decode the frames with wsframe), or
-// else by a reader goroutine per connection through gorilla; either hands
-// device messages to Options.OnMessage. A connection has a writer
-// goroutine only while there is something to write: messages, or a ping a
-// runtime timer made due (control frames go through gorilla's
-// WriteControl, which may run beside the writer). An idle polled
-// connection so holds no goroutine stack. Sends never block: a message is
-// appended to a bounded per-connection queue, which starts the writer if
-// none runs, and a device whose queue is full is disconnected as a slow
-// consumer. Every quarter of the shorter of WriteWait and PongWait the hub
-// sweeps its connections: one whose write has lasted past WriteWait, or a
-// polled one silent past PongWait, is closed.
+// A Hub is a sharded registry of device connections. Each Conn has a reader
+// goroutine for its whole life, which parses device messages and hands them
+// to Options.OnMessage, and a writer goroutine only while there is something
+// to write: messages, or a ping a runtime timer made due (gorilla allows one
+// concurrent reader and one concurrent writer; close frames go through
+// WriteControl, which may run beside them). An idle connection so holds one
+// goroutine stack, not two. Sends never block: a message is appended to a
+// bounded per-connection queue, which starts the writer if none runs, and a
+// device whose queue is full is disconnected as a slow consumer.
 //
 // Protocol. Server → device, one text message per command:
 //
@@ -28,7 +23,6 @@
 // Close codes sent by the server:
 //
 //	1001 going away      server shutdown
-//	1002 protocol error  a frame no client may send (unmasked, reserved bits, bad close code)
 //	1008 policy          too many invalid device messages (Options.MaxBadMessages)
 //	1009 too big         a device message exceeded Options.ReadLimit
 //	1013 try again later slow consumer (send queue overflowed)

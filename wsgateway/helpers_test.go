@@ -3,7 +3,6 @@ package wsgateway
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -13,11 +12,6 @@ import (
 
 	"github.com/gorilla/websocket"
 )
-
-// goroutineReaders makes the hubs of startEnv read every connection with
-// a goroutine of its own, as on systems without epoll and for TLS
-// connections: TestGoroutineReaders runs the reading tests that way.
-var goroutineReaders bool
 
 // received is a message delivered to OnMessage.
 type received struct {
@@ -52,17 +46,12 @@ func newEnv(t *testing.T, opts Options) *testEnv {
 }
 
 // startEnv starts a hub and server without registering cleanup.
-func startEnv(opts Options) *testEnv { return startEnvOn(opts, nil) }
-
-// startEnvOn starts a hub and server whose listener is wrap's (when not
-// nil) around a loopback listener.
-func startEnvOn(opts Options, wrap func(net.Listener) net.Listener) *testEnv {
+func startEnv(opts Options) *testEnv {
 	e := &testEnv{msgs: make(chan received, 4096), closes: make(chan ended, 4096)}
 	opts.OnMessage = func(c *Conn, m DeviceMessage) { e.msgs <- received{c.DeviceID(), m} }
 	opts.OnClose = func(c *Conn, r CloseReason) { e.closes <- ended{c.DeviceID(), r, c.CloseCode()} }
 	e.hub = NewHub(opts)
-	e.hub.goroutineReaders = goroutineReaders
-	e.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseInt(r.URL.Query().Get("device"), 10, 64)
 		if err != nil {
 			http.Error(w, "device", http.StatusBadRequest)
@@ -70,10 +59,6 @@ func startEnvOn(opts Options, wrap func(net.Listener) net.Listener) *testEnv {
 		}
 		_ = e.hub.Upgrade(w, r, Identity{Device: id, Account: id * 10, Provider: 1})
 	}))
-	if wrap != nil {
-		e.srv.Listener = wrap(e.srv.Listener)
-	}
-	e.srv.Start()
 	e.url = "ws" + strings.TrimPrefix(e.srv.URL, "http") + "/ws?device="
 	return e
 }

@@ -32,11 +32,7 @@ type Hub struct {
 	seq      atomic.Uint64  // last Conn.Seq handed out
 	stats    counters
 	addrs    *connlimit.Counter // websockets per client address
-	readers  pollers
-	// goroutineReaders keeps the pollers out (the tests of the goroutine
-	// reader on Linux); set before the first connection.
-	goroutineReaders bool
-	// sweep is the timer of the next sweepConns, armed while the hub has
+	// sweep is the timer of the next sweepWrites, armed while the hub has
 	// connections and is not shutting down.
 	sweep struct {
 		sync.Mutex
@@ -196,44 +192,36 @@ func (h *Hub) Stats() Stats {
 	}
 }
 
-// armSweep arms the timer of the next sweep unless it is armed or the hub
-// is shutting down. Sweeps run every quarter of the shorter of WriteWait
-// and PongWait.
+// armSweep arms the timer of the next sweep of writes unless it is armed
+// or the hub is shutting down.
 func (h *Hub) armSweep() {
 	h.sweep.Lock()
 	defer h.sweep.Unlock()
 	if h.sweep.timer == nil && !h.closing.Load() {
-		h.sweep.timer = time.AfterFunc(min(h.opts.WriteWait, h.opts.PongWait)/4, h.sweepConns)
+		h.sweep.timer = time.AfterFunc(h.opts.WriteWait/4, h.sweepWrites)
 	}
 }
 
-// sweepConns closes the connections whose message write has lasted
-// longer than WriteWait (their device stopped reading and the socket's
-// buffers are full: closing the socket ends the write), and the polled
-// ones silent for longer than PongWait (a dead peer; a reader goroutine
-// finds those by its read deadline). It arms the next sweep while
-// connections remain.
-func (h *Hub) sweepConns() {
-	writeLimit, silenceLimit := int64(h.opts.WriteWait), int64(h.opts.PongWait)
+// sweepWrites closes the connections whose message write has lasted
+// longer than WriteWait: their device stopped reading and the socket's
+// buffers are full. Closing the socket ends the write. It arms the next
+// sweep while connections remain.
+func (h *Hub) sweepWrites() {
+	limit := int64(h.opts.WriteWait)
 	now := time.Now().UnixNano()
-	var stuck, silent []*Conn
+	var stuck []*Conn
 	for i := range h.shards {
 		s := &h.shards[i]
 		s.mu.RLock()
 		for _, c := range s.conns {
-			if started := c.writeStarted.Load(); started != 0 && now-started > writeLimit {
+			if started := c.writeStarted.Load(); started != 0 && now-started > limit {
 				stuck = append(stuck, c)
-			} else if heard := c.lastHeard.Load(); heard != 0 && now-heard > silenceLimit {
-				silent = append(silent, c)
 			}
 		}
 		s.mu.RUnlock()
 	}
 	for _, c := range stuck {
 		c.close(ReasonWriteError)
-	}
-	for _, c := range silent {
-		c.close(ReasonTimeout)
 	}
 	h.sweep.Lock()
 	h.sweep.timer = nil
@@ -274,10 +262,8 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		h.readers.stop()
 		return nil
 	case <-ctx.Done():
-		h.readers.stop()
 		return ctx.Err()
 	}
 }

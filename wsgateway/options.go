@@ -28,11 +28,9 @@ type Options struct {
 	// one closes the connection with 1009.
 	ReadLimit int64
 	// PongWait is how long the connection may stay silent (no message and no
-	// pong) before it is dropped as dead. A polled connection is dropped by
-	// the hub's sweep, within a quarter of PongWait after it; one read by a
-	// goroutine by its read deadline, which messages move in steps of a
-	// tenth of PongWait and pongs every time: a device that answers no ping
-	// may be dropped there after 9/10 of PongWait since its last message.
+	// pong) before it is dropped as dead. Messages move the deadline in
+	// steps of a tenth of it, pongs every time: a device that answers no
+	// ping may be dropped after 9/10 of PongWait since its last message.
 	PongWait time.Duration
 	// PingPeriod is how often pings are sent; it must be below PongWait and
 	// is lowered to 9/10 of PongWait otherwise.
@@ -63,10 +61,9 @@ type Options struct {
 	// before its goroutines start, on the upgrading goroutine. Messages sent
 	// from it are queued and written first.
 	OnOpen func(c *Conn)
-	// OnMessage receives every valid device message. It runs on the reader
-	// of the connection, a poller shared by many connections (or the
-	// connection's own goroutine), and must not block; it may still be
-	// called while a server-initiated close waits for the device.
+	// OnMessage receives every valid device message. It runs on the
+	// connection's reader goroutine and must not block for long; it may
+	// still be called while a server-initiated close waits for the device.
 	OnMessage func(c *Conn, m DeviceMessage)
 	// OnClose is called once per connection after its reader and any writer
 	// have finished with the socket, on the goroutine that tears it down.

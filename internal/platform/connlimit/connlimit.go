@@ -14,12 +14,10 @@
 package connlimit
 
 import (
-	"errors"
 	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -188,19 +186,6 @@ func (c *conn) Close() error {
 	})
 	return err
 }
-
-// SyscallConn gives the socket of a connection that has one, so that a
-// reader may wait on it with epoll (the websocket gateway's pollers): the
-// wrapper changes nothing of what is read or written.
-func (c *conn) SyscallConn() (syscall.RawConn, error) {
-	if sc, ok := c.Conn.(syscall.Conn); ok {
-		return sc.SyscallConn()
-	}
-	return nil, errNoSocket
-}
-
-// errNoSocket is SyscallConn's answer for a connection without a socket.
-var errNoSocket = errors.New("connlimit: the connection has no socket")
 
 // remoteKey returns the Key of c's client, false when c is not over IP.
 func remoteKey(c net.Conn) (netip.Prefix, bool) {

@@ -106,16 +106,6 @@ func serveGoroutine(ctx context.Context, ws *websocket.Conn, s session) error {
 	}
 }
 
-// closeError is a close frame from the server, read by the poller.
-type closeError struct {
-	code   int // 1005 (none given) when the frame has no body
-	reason string
-}
-
-func (e *closeError) Error() string {
-	return fmt.Sprintf("websocket: close %d %s", e.code, e.reason)
-}
-
 // closeCode is the code of the server's close frame that ended a session,
 // or 0.
 func closeCode(err error) int {

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-
-	"tvsm/internal/platform/wsframe"
 )
 
 // echoHandler records the messages of a session and answers each with
@@ -147,7 +145,7 @@ func TestSessionKeepsAMessageSentWithTheHandshake(t *testing.T) {
 				sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
 				answer := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
 					"Sec-WebSocket-Accept: " + base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n"
-				if _, err := conn.Write(append([]byte(answer), wsframe.AppendFrame(nil, wsframe.OpText, []byte("hello"), false)...)); err != nil {
+				if _, err := conn.Write(append([]byte(answer), serverFrame(true, opText, []byte("hello"))...)); err != nil {
 					return
 				}
 				msg, err := readClientFrame(rw.Reader)
@@ -155,7 +153,7 @@ func TestSessionKeepsAMessageSentWithTheHandshake(t *testing.T) {
 					msg = "error: " + err.Error()
 				}
 				reply <- msg
-				_, _ = conn.Write(wsframe.AppendFrame(nil, wsframe.OpClose, []byte{0x03, 0xe8}, false)) // 1000
+				_, _ = conn.Write(serverFrame(true, opClose, []byte{0x03, 0xe8})) // 1000
 			}))
 			defer srv.Close()
 			h := &echoHandler{}

@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
-
-	"tvsm/internal/platform/wsframe"
 )
 
 // A device's goroutine blocked in a read is woken through the Go runtime's
@@ -20,7 +18,7 @@ import (
 // of the simulator's CPU per message. The poller instead takes the
 // sockets from the runtime (a duplicate of each descriptor) and one
 // goroutine waits on all of them with epoll: a wakeup brings every socket
-// ready by then, read with one read(2) each and decoded by a wsframe.Decoder;
+// ready by then, read with one read(2) each and decoded by frameReader;
 // the replies are written at once with write(2). The device's goroutine
 // waits, parked, until its session ends.
 //
@@ -34,10 +32,6 @@ import (
 
 // epollSupported tells that ReaderEpoll runs here.
 const epollSupported = true
-
-// maxMessage bounds a message (all its fragments): a server's commands are
-// a few hundred bytes.
-const maxMessage = 1 << 20
 
 // writeTimeout bounds a reply's wait for room in the socket's buffer.
 const writeTimeout = 10 * time.Second
@@ -139,7 +133,7 @@ func (p *poller) loop() {
 // for session s until the session ends or ctx is done. rest are the bytes
 // read past the handshake.
 func (p *poller) serve(ctx context.Context, fd int, rest []byte, s session) error {
-	c := &pollConn{fd: fd, h: s.h, done: make(chan error, 1), frames: wsframe.Decoder{Limit: maxMessage}}
+	c := &pollConn{fd: fd, h: s.h, done: make(chan error, 1)}
 	if s.handshakeTimeout > 0 {
 		c.deadline = time.AfterFunc(s.handshakeTimeout, c.shutdown)
 		defer c.deadline.Stop()
@@ -152,7 +146,7 @@ func (p *poller) serve(ctx context.Context, fd int, rest []byte, s session) erro
 				return err
 			}
 		}
-		c.frames.Feed(rest)
+		c.frames.feed(rest)
 		if err := c.decode(); err != nil {
 			return err
 		}
@@ -185,7 +179,7 @@ func (p *poller) end(c *pollConn, err error) {
 type pollConn struct {
 	fd       int
 	h        handler
-	frames   wsframe.Decoder
+	frames   frameReader
 	wbuf     []byte
 	deadline *time.Timer
 	done     chan error
@@ -196,7 +190,7 @@ type pollConn struct {
 
 // readable reads what arrived and handles the whole messages in it.
 func (c *pollConn) readable() error {
-	n, err := syscall.Read(c.fd, c.frames.Space(nil))
+	n, err := syscall.Read(c.fd, c.frames.space())
 	switch {
 	case err == syscall.EAGAIN || err == syscall.EINTR:
 		return nil
@@ -205,27 +199,26 @@ func (c *pollConn) readable() error {
 	case n == 0:
 		return io.EOF
 	}
-	c.frames.Filled(n)
+	c.frames.filled(n)
 	return c.decode()
 }
 
 // decode handles the whole messages and control frames buffered.
 func (c *pollConn) decode() error {
 	for {
-		op, payload, ok, err := c.frames.Next()
+		op, payload, ok, err := c.frames.next()
 		if err != nil || !ok {
 			return err
 		}
 		switch op {
-		case wsframe.OpText, wsframe.OpBinary:
+		case opText, opBinary:
 			err = c.h.message(payload, c)
-		case wsframe.OpPing:
-			err = c.write(wsframe.OpPong, payload)
-		case wsframe.OpClose:
+		case opPing:
+			err = c.write(opPong, payload)
+		case opClose:
 			// Echo its code, as the protocol asks, then hang up.
-			_ = c.write(wsframe.OpClose, payload[:min(len(payload), 2)])
-			code, reason := wsframe.CloseFrame(payload)
-			return &closeError{code: code, reason: reason}
+			_ = c.write(opClose, payload[:min(len(payload), 2)])
+			return closeFrameError(payload)
 		}
 		if err != nil {
 			return err
@@ -233,7 +226,7 @@ func (c *pollConn) decode() error {
 	}
 }
 
-func (c *pollConn) send(msg []byte) error { return c.write(wsframe.OpText, msg) }
+func (c *pollConn) send(msg []byte) error { return c.write(opText, msg) }
 
 func (c *pollConn) settled() {
 	if c.deadline != nil {
@@ -244,7 +237,7 @@ func (c *pollConn) settled() {
 // write writes one frame, waiting for room in the socket's buffer when
 // there is none.
 func (c *pollConn) write(op byte, payload []byte) error {
-	c.wbuf = wsframe.AppendFrame(c.wbuf[:0], op, payload, true)
+	c.wbuf = appendClientFrame(c.wbuf[:0], op, payload)
 	b := c.wbuf
 	var until time.Time
 	for len(b) > 0 {
