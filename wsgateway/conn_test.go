@@ -1,18 +1,18 @@
 package wsgateway
 
 import (
-	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"tvsm/internal/testkit/testutil"
 )
 
 func TestSlowConsumerIsClosedAndSendNeverBlocks(t *testing.T) {
 	e := newEnv(t, Options{QueueSize: 4, WriteWait: 300 * time.Millisecond, CloseGrace: 100 * time.Millisecond})
-	d := smallBufferDialer()
+	d := testutil.SmallBufferDialer()
 	e.dial(t, 5, d) // never read from
 	big := command(t, "big", `{"text":"`+strings.Repeat("x", 64<<10)+`"}`)
 	var slowest time.Duration
@@ -46,7 +46,7 @@ func TestSlowConsumerIsClosedAndSendNeverBlocks(t *testing.T) {
 func TestStuckWriteIsEndedByTheSweep(t *testing.T) {
 	const writeWait = 300 * time.Millisecond
 	e := newEnv(t, Options{QueueSize: 64, WriteWait: writeWait, CloseGrace: 100 * time.Millisecond})
-	d := smallBufferDialer()
+	d := testutil.SmallBufferDialer()
 	e.dial(t, 7, d) // never read from
 	huge := command(t, "huge", `{"text":"`+strings.Repeat("x", 32<<20)+`"}`)
 	sent := time.Now()
@@ -64,22 +64,6 @@ func TestStuckWriteIsEndedByTheSweep(t *testing.T) {
 	}
 	if e.hub.Connected(7) {
 		t.Error("the connection is still registered")
-	}
-}
-
-// smallBufferDialer dials with small read buffers, so that a device that
-// does not read fills its socket soon.
-func smallBufferDialer() *websocket.Dialer {
-	return &websocket.Dialer{
-		HandshakeTimeout: 5 * time.Second,
-		ReadBufferSize:   256,
-		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err == nil {
-				_ = c.(*net.TCPConn).SetReadBuffer(4096)
-			}
-			return c, err
-		},
 	}
 }
 

@@ -1,16 +1,13 @@
 package dispatch_test
 
 import (
-	"context"
-	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"tvsm/domain"
+	"tvsm/internal/testkit/testutil"
 	"tvsm/wsgateway"
 )
 
@@ -68,17 +65,7 @@ func TestAcksAndConfirmsBecomeReceiptEvents(t *testing.T) {
 func TestSlowConsumerIsClosedWithoutHoldingUpOthers(t *testing.T) {
 	e := newEnv(t)
 	n := e.startNode(t, "n1", t.TempDir(), wsgateway.Options{QueueSize: 32, WriteWait: 5 * time.Second})
-	tiny := &websocket.Dialer{
-		HandshakeTimeout: 5 * time.Second,
-		ReadBufferSize:   256,
-		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err == nil {
-				_ = c.(*net.TCPConn).SetReadBuffer(4096)
-			}
-			return c, err
-		},
-	}
+	tiny := testutil.SmallBufferDialer()
 	n.connectWith(t, 1, 10, 1, tiny, false) // never reads
 	fast := n.connect(t, 2, 10, 1)
 	big := message(strings.Repeat("x", domain.MaxCommandTextLen))
