@@ -69,10 +69,14 @@ type Guard struct {
 	pairsInFlight     map[pairKey]int
 	addressesInFlight map[string]int
 	loginsInFlight    map[string]int
-	// finished is closed (and replaced) when an attempt finishes while
-	// waiting attempts wait for room, waking them.
-	finished chan struct{}
-	waiting  int
+	// Attempts waiting in Begin for room, in arrival order, in the queue of
+	// the limit that holds them. A finishing attempt serves the queues of
+	// its keys: it hands the room it frees to the first waiter instead of
+	// waking them all, so a burst from one address costs the same per
+	// attempt whether ten or ten thousand wait.
+	pairWaiters    map[pairKey]*waitQueue
+	addressWaiters map[string]*waitQueue
+	loginWaiters   map[string]*waitQueue
 
 	// Attempts refused, for metrics: by the failures recorded, and for
 	// want of room while others were in flight.
@@ -113,7 +117,9 @@ func NewGuard(o GuardOptions) *Guard {
 		pairsInFlight:     map[pairKey]int{},
 		addressesInFlight: map[string]int{},
 		loginsInFlight:    map[string]int{},
-		finished:          make(chan struct{}),
+		pairWaiters:       map[pairKey]*waitQueue{},
+		addressWaiters:    map[string]*waitQueue{},
+		loginWaiters:      map[string]*waitQueue{},
 	}
 }
 
@@ -185,75 +191,94 @@ func (g *Guard) Begin(ctx context.Context, login, address string) (a Attempt, re
 	}
 	key := pairKey{login, address}
 	known := g.known.has(login, address)
-	var timeout <-chan time.Time
-	for {
-		g.mu.Lock()
-		failed, full, wait := g.room(key, known)
-		if !failed && !full {
-			g.pairsInFlight[key]++
-			if !known {
-				g.addressesInFlight[address]++
-			}
-			g.loginsInFlight[login]++
-			g.mu.Unlock()
-			return Attempt{g: g, key: key, known: known}, Refusal{}, true
-		}
-		if failed {
-			g.mu.Unlock()
-			g.refusedFailed.Add(1)
-			return Attempt{}, Refusal{RetryAfter: wait}, false
-		}
-		finished := g.finished
-		g.waiting++
+	g.mu.Lock()
+	failed, full, wait := g.room(key, known)
+	switch {
+	case failed:
 		g.mu.Unlock()
-		if timeout == nil {
-			t := time.NewTimer(g.maxWait)
-			defer t.Stop()
-			timeout = t.C
-		}
-		woken := false
-		select {
-		case <-finished:
-			woken = true
-		case <-timeout:
-		case <-ctx.Done():
-		}
-		g.mu.Lock()
-		g.waiting--
+		g.refusedFailed.Add(1)
+		return Attempt{}, Refusal{RetryAfter: wait}, false
+	case full == noLimit:
+		g.admit(key, known)
 		g.mu.Unlock()
-		if !woken {
-			g.refusedBusy.Add(1)
-			return Attempt{}, Refusal{RetryAfter: InFlightRetry, Busy: true}, false
-		}
+		return Attempt{g: g, key: key, known: known}, Refusal{}, true
+	case ctx.Err() != nil:
+		g.mu.Unlock()
+		g.refusedBusy.Add(1)
+		return Attempt{}, Refusal{RetryAfter: InFlightRetry, Busy: true}, false
 	}
+	w := &waiter{key: key, known: known, decided: make(chan struct{})}
+	g.enqueue(w, full)
+	g.mu.Unlock()
+
+	t := time.NewTimer(g.maxWait)
+	defer t.Stop()
+	select {
+	case <-w.decided:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	if w.queue != nil { // not decided in time: give up the place
+		g.dequeue(w)
+		w.refusal = Refusal{RetryAfter: InFlightRetry, Busy: true}
+		g.refusedBusy.Add(1)
+	}
+	g.mu.Unlock()
+	if !w.admitted {
+		return Attempt{}, w.refusal, false
+	}
+	return Attempt{g: g, key: key, known: known}, Refusal{}, true
+}
+
+// limit names one of the guard's three limits.
+type limit uint8
+
+const (
+	noLimit limit = iota
+	pairLimit
+	addressLimit
+	loginLimit
+)
+
+// admit counts an attempt in flight; g.mu is held.
+func (g *Guard) admit(key pairKey, known bool) {
+	g.pairsInFlight[key]++
+	if !known {
+		g.addressesInFlight[key.address]++
+	}
+	g.loginsInFlight[key.login]++
 }
 
 // room says whether the failures recorded for key reach a limit (with the
-// wait until they no longer do), and whether they and the attempts in
-// flight would; for a known pair, the address's failures alone. g.mu is
-// held.
-func (g *Guard) room(key pairKey, known bool) (failed, full bool, wait time.Duration) {
-	check := func(failures, inFlight, limit int, until time.Duration) {
+// wait until they no longer do), and otherwise which limit, if any, they
+// and the attempts in flight would reach (the first of pair, address and
+// login); for a known pair, the address's failures alone. g.mu is held.
+func (g *Guard) room(key pairKey, known bool) (failed bool, full limit, wait time.Duration) {
+	check := func(which limit, failures, inFlight, limit int, until time.Duration) {
 		switch {
 		case failures >= limit:
 			failed, wait = true, max(wait, until, time.Nanosecond)
-		case failures+inFlight >= limit:
-			full = true
+		case failures+inFlight >= limit && full == noLimit:
+			full = which
 		}
 	}
 	pairFailures, pairWait := g.pairs.Failures(key)
-	check(pairFailures, g.pairsInFlight[key], g.pairs.Limit(), pairWait)
+	check(pairLimit, pairFailures, g.pairsInFlight[key], g.pairs.Limit(), pairWait)
 	addrFailures, addrWait := g.addresses.Failures(key.address)
 	addrInFlight := g.addressesInFlight[key.address]
 	if known {
 		addrInFlight = 0
 	}
-	check(addrFailures, addrInFlight, g.addresses.Limit(), addrWait)
+	check(addressLimit, addrFailures, addrInFlight, g.addresses.Limit(), addrWait)
 	// Only an address that failed the login itself is held to the login's
 	// total.
 	if pairFailures > 0 {
 		loginFailures, loginWait := g.logins.Failures(key.login)
-		check(loginFailures, g.loginsInFlight[key.login], g.logins.Limit(), loginWait)
+		check(loginLimit, loginFailures, g.loginsInFlight[key.login], g.logins.Limit(), loginWait)
+	}
+	if failed {
+		full = noLimit
 	}
 	return failed, full, wait
 }
@@ -297,20 +322,28 @@ func (a Attempt) end(record func(*Guard)) {
 	if record != nil {
 		record(g)
 	}
+	g.serveWaiters(a.key, a.known)
 }
 
-// finish removes an attempt from the in-flight counts and wakes the
-// attempts waiting for room; g.mu is held.
+// finish removes an attempt from the in-flight counts; g.mu is held.
 func (g *Guard) finish(key pairKey, known bool) {
 	decrement(g.pairsInFlight, key)
 	if !known {
 		decrement(g.addressesInFlight, key.address)
 	}
 	decrement(g.loginsInFlight, key.login)
-	if g.waiting > 0 {
-		close(g.finished)
-		g.finished = make(chan struct{})
+}
+
+// serveWaiters decides, once an attempt of key has finished and its outcome
+// is recorded, the waiters it may have made room for, or whose limit its
+// failure reached: those of its pair, of its address (when the attempt
+// held a place there) and of its login. g.mu is held.
+func (g *Guard) serveWaiters(key pairKey, known bool) {
+	g.serve(g.pairWaiters[key])
+	if !known {
+		g.serve(g.addressWaiters[key.address])
 	}
+	g.serve(g.loginWaiters[key.login])
 }
 
 // decrement lowers m[key], deleting it at zero so that the maps hold only
@@ -321,4 +354,113 @@ func decrement[K comparable](m map[K]int, key K) {
 		return
 	}
 	m[key]--
+}
+
+// waiter is an attempt waiting in Begin for room.
+type waiter struct {
+	key   pairKey
+	known bool
+	// queue is the queue it waits in; nil once decided.
+	queue      *waitQueue
+	prev, next *waiter
+	// decided is closed once a finishing attempt has admitted (admitted) or
+	// refused (refusal) it.
+	decided  chan struct{}
+	admitted bool
+	refusal  Refusal
+}
+
+// waitQueue holds the attempts a limit of one key holds, oldest first.
+type waitQueue struct {
+	which      limit
+	key        any // the pairKey, address or login, to delete the queue once empty
+	head, tail *waiter
+}
+
+// enqueue puts w at the end of the queue of the limit that holds it; g.mu
+// is held.
+func (g *Guard) enqueue(w *waiter, full limit) {
+	var q *waitQueue
+	switch full {
+	case pairLimit:
+		q = queueOf(g.pairWaiters, w.key, full)
+	case addressLimit:
+		q = queueOf(g.addressWaiters, w.key.address, full)
+	default:
+		q = queueOf(g.loginWaiters, w.key.login, full)
+	}
+	w.queue, w.prev, w.next = q, q.tail, nil
+	if q.tail != nil {
+		q.tail.next = w
+	} else {
+		q.head = w
+	}
+	q.tail = w
+}
+
+func queueOf[K comparable](m map[K]*waitQueue, key K, which limit) *waitQueue {
+	q := m[key]
+	if q == nil {
+		q = &waitQueue{which: which, key: key}
+		m[key] = q
+	}
+	return q
+}
+
+// dequeue takes w out of its queue, deleting the queue once empty; g.mu is
+// held.
+func (g *Guard) dequeue(w *waiter) {
+	q := w.queue
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		q.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		q.tail = w.prev
+	}
+	w.queue, w.prev, w.next = nil, nil, nil
+	if q.head == nil {
+		switch q.which {
+		case pairLimit:
+			delete(g.pairWaiters, q.key.(pairKey))
+		case addressLimit:
+			delete(g.addressWaiters, q.key.(string))
+		default:
+			delete(g.loginWaiters, q.key.(string))
+		}
+	}
+}
+
+// serve decides the waiters of q from the oldest: each is admitted while
+// there is room, refused once failures reach a limit, or moved to the queue
+// of another limit that now holds it; it stops at the first one q's own
+// limit still holds, which holds those behind it too. g.mu is held.
+func (g *Guard) serve(q *waitQueue) {
+	for q != nil && q.head != nil {
+		w := q.head
+		failed, full, wait := g.room(w.key, w.known)
+		switch {
+		case failed:
+			g.dequeue(w)
+			w.refusal = Refusal{RetryAfter: wait}
+			g.refusedFailed.Add(1)
+			close(w.decided)
+		case full == noLimit:
+			g.dequeue(w)
+			g.admit(w.key, w.known)
+			w.admitted = true
+			close(w.decided)
+		case full == q.which:
+			return
+		default:
+			g.dequeue(w)
+			g.enqueue(w, full)
+		}
+		if q.head == nil {
+			return // q was deleted with its last waiter
+		}
+	}
 }
