@@ -52,6 +52,7 @@ func simulateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&o.SourceIP, "source-ip", "", "local `IP` to connect from (e.g. 127.0.0.2)")
 	fs.DurationVar(&o.ViewEvery, "view-every", time.Minute, "period of viewing reports (0: none)")
 	fs.IntVar(&o.ConnectRate, "connect-rate", 500, "logins per second")
+	fs.IntVar(&o.LoginsInFlight, "logins-in-flight", simulate.DefaultLoginsInFlight, "logins to wait for at once, all from the process's one source address (a node checks 20 new logins from one address at a time by default; negative: no bound)")
 	fs.IntVar(&o.StopAfterCommands, "stop-after-commands", 0, "exit once every device received `n` commands (0: run until interrupted)")
 	fs.BoolVar(&o.Hold, "hold", false, "with -stop-after-commands: report (with -json) once every device received them, and keep the devices connected until interrupted")
 	fs.StringVar(&o.CentrifugoChannel, "centrifugo-channel", "", "be clients of a Centrifugo server at -url subscribed to this `channel`, rather than devices of a tvsm node")

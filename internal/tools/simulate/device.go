@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +38,13 @@ func (s *Sim) device(ctx context.Context, i int) {
 			}
 			if err != nil {
 				s.fail(err)
-				schedule.Sleep(ctx, jitter(backoff))
+				// A refusal's Retry-After is a floor: the node knows when
+				// it may have room.
+				wait := jitter(backoff)
+				if se := (*ServerError)(nil); errors.As(err, &se) && se.RetryAfter > wait {
+					wait = se.RetryAfter + jitter(se.RetryAfter/2)
+				}
+				schedule.Sleep(ctx, wait)
 				backoff = min(2*backoff, 10*time.Second)
 				continue
 			}
@@ -64,6 +71,8 @@ func (s *Sim) device(ctx context.Context, i int) {
 type loginResponse struct {
 	Token string `json:"token"`
 	raw   []byte
+	// retryAfter is the Retry-After of a refusal, in whole seconds.
+	retryAfter time.Duration
 }
 
 // UnmarshalJSON keeps the body, for an error's cause.
@@ -89,6 +98,14 @@ func (s *Sim) doLogin(ctx context.Context, i int) (string, error) {
 			"model":     "tvsm-simulate",
 		},
 	})
+	if s.logins != nil {
+		select {
+		case s.logins <- struct{}{}:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		defer func() { <-s.logins }()
+	}
 	var out loginResponse
 	status, err := s.call(ctx, http.MethodPost, "/api/device/login", "", body, &out)
 	switch {
@@ -97,7 +114,9 @@ func (s *Sim) doLogin(ctx context.Context, i int) (string, error) {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return "", fmt.Errorf("%w: login of %s: %w", errDenied, s.login(i), serverError(status, out.raw))
 	case status != http.StatusOK || out.Token == "":
-		return "", fmt.Errorf("login of %s: %w", s.login(i), serverError(status, out.raw))
+		se := serverError(status, out.raw)
+		se.RetryAfter = out.retryAfter
+		return "", fmt.Errorf("login of %s: %w", s.login(i), se)
 	}
 	return out.Token, nil
 }
@@ -127,6 +146,9 @@ func (s *Sim) call(ctx context.Context, method, path, token string, body []byte,
 	defer resp.Body.Close()
 	if lr, ok := out.(*loginResponse); ok && resp.StatusCode/100 != 2 {
 		lr.raw, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			lr.retryAfter = time.Duration(min(secs, 3600)) * time.Second
+		}
 		return resp.StatusCode, nil
 	}
 	if out != nil && resp.StatusCode/100 == 2 {

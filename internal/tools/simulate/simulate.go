@@ -21,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"tvsm/internal/platform/throttle"
 )
 
 // Options configure a simulation.
@@ -49,6 +51,14 @@ type Options struct {
 	ViewEvery time.Duration
 	// ConnectRate limits new logins per second (0: 500).
 	ConnectRate int
+	// LoginsInFlight bounds the logins the process waits for at once
+	// (default DefaultLoginsInFlight; negative: no bound). The devices of
+	// one process share its source address, and a node checks a bounded
+	// number of new logins from one address at a time, refusing the rest
+	// after a wait: without a bound, a process starting devices faster than
+	// the node admits them keeps thousands waiting or retrying, and the
+	// retries take the CPU the node needs to admit them.
+	LoginsInFlight int
 	// StopAfterCommands ends the simulation once every device received that
 	// many commands (0: run until ctx is done).
 	StopAfterCommands int
@@ -109,6 +119,9 @@ func (o *Options) defaults() error {
 	if o.ConnectRate <= 0 {
 		o.ConnectRate = 500
 	}
+	if o.LoginsInFlight == 0 {
+		o.LoginsInFlight = DefaultLoginsInFlight
+	}
 	switch o.Reader {
 	case "":
 		o.Reader = ReaderGoroutine
@@ -159,12 +172,18 @@ type Result struct {
 	LastError string `json:",omitempty"`
 }
 
+// DefaultLoginsInFlight is Options.LoginsInFlight's default: the new logins
+// a node checks at once from one address by default.
+const DefaultLoginsInFlight = throttle.DefaultAddressLimit
+
 // Sim is a running simulation.
 type Sim struct {
 	opts   Options
 	http   *http.Client
 	dialer *net.Dialer
 	c      Counters
+	// logins holds a place per login waited for (nil: no bound).
+	logins chan struct{}
 	// poller reads the websockets during Run, with ReaderEpoll.
 	poller *poller
 
@@ -191,12 +210,16 @@ func New(opts Options) (*Sim, error) {
 		d.LocalAddr = &net.TCPAddr{IP: ip}
 	}
 	tr := &http.Transport{DialContext: d.DialContext, MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second}
-	return &Sim{
+	s := &Sim{
 		opts:   opts,
 		http:   &http.Client{Transport: tr, Timeout: 30 * time.Second},
 		dialer: d,
 		done:   make(chan struct{}),
-	}, nil
+	}
+	if opts.LoginsInFlight > 0 {
+		s.logins = make(chan struct{}, opts.LoginsInFlight)
+	}
+	return s, nil
 }
 
 // Snapshot returns the counters now.
@@ -281,10 +304,12 @@ func (s *Sim) fail(err error) {
 }
 
 // ServerError is an answer of the node other than the one expected: its
-// status and the cause its error body gives (or the body itself).
+// status and the cause its error body gives (or the body itself), and the
+// wait its Retry-After header asks for (0 without one).
 type ServerError struct {
-	Status int
-	Cause  string
+	Status     int
+	Cause      string
+	RetryAfter time.Duration
 }
 
 func (e *ServerError) Error() string {
@@ -295,7 +320,7 @@ func (e *ServerError) Error() string {
 }
 
 // serverError reads the cause out of an error body.
-func serverError(status int, body []byte) error {
+func serverError(status int, body []byte) *ServerError {
 	var e struct {
 		Cause string `json:"cause"`
 	}
