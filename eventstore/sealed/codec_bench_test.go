@@ -30,7 +30,7 @@ func BenchmarkCodec(b *testing.B) {
 	})
 	b.Run("seal-new-subject", func(b *testing.B) {
 		ring := NewKeyring(newMemKeys(), master)
-		ring.limit = 1 << 30
+		ring.limit, ring.keyLimit = 1<<30, 1<<30
 		i := int64(0)
 		for b.Loop() {
 			i++

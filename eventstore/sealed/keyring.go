@@ -22,10 +22,20 @@ type Keyring struct {
 	masters map[[4]byte]*MasterKey
 	current *MasterKey
 
-	mu     sync.RWMutex
-	cache  map[int64]cipher.AEAD
-	limit  int
-	erased map[int64]bool // known erased: never cached again
+	mu sync.RWMutex
+	// cache holds the ciphers of up to limit subjects, keys those of up to
+	// keyLimit. A cipher takes about 800 bytes and a few microseconds to
+	// make, an unwrapped key about 60 bytes with its map entry; a load from
+	// a key store shared by nodes (EventStoreDB) is a read over the
+	// network. So a cipher evicted is made again from its key, and the key
+	// store is read only for subjects beyond keyLimit: with more subjects
+	// than the cipher cache holds, most values opened would otherwise read
+	// a key stream.
+	cache    map[int64]cipher.AEAD
+	limit    int
+	keys     map[int64][]byte
+	keyLimit int
+	erased   map[int64]bool // known erased: never cached again
 
 	// erasures counts Forget calls: caches of opened values keep nothing
 	// across one. anyErased is set by the first.
@@ -42,7 +52,8 @@ type Keyring struct {
 // accepted for keys not yet rewrapped.
 func NewKeyring(store KeyStore, master *MasterKey, previous ...*MasterKey) *Keyring {
 	k := &Keyring{store: store, current: master, masters: map[[4]byte]*MasterKey{master.fingerprint: master},
-		cache: make(map[int64]cipher.AEAD), limit: 1 << 16, erased: make(map[int64]bool)}
+		cache: make(map[int64]cipher.AEAD), limit: 1 << 16, keys: make(map[int64][]byte), keyLimit: 1 << 21,
+		erased: make(map[int64]bool)}
 	for _, p := range previous {
 		k.masters[p.fingerprint] = p
 	}
@@ -60,24 +71,26 @@ func (k *Keyring) Store() KeyStore { return k.store }
 func (k *Keyring) cipher(ctx context.Context, subject int64, create bool) (cipher.AEAD, error) {
 	k.mu.RLock()
 	c, ok := k.cache[subject]
+	raw := k.keys[subject]
 	k.mu.RUnlock()
 	if ok {
 		return c, nil
 	}
-	w, err := k.store.Load(ctx, subject)
-	if errors.Is(err, ErrNoKey) && create {
-		w, err = k.create(ctx, subject)
-	}
-	if err != nil {
-		return nil, err
-	}
-	m, ok := k.masters[w.Master]
-	if !ok {
-		return nil, fmt.Errorf("sealed: the key of subject %d is wrapped by a master key not configured (fingerprint %x)", subject, w.Master)
-	}
-	raw, err := m.unwrap(subject, w.Data)
-	if err != nil {
-		return nil, err
+	if raw == nil {
+		w, err := k.store.Load(ctx, subject)
+		if errors.Is(err, ErrNoKey) && create {
+			w, err = k.create(ctx, subject)
+		}
+		if err != nil {
+			return nil, err
+		}
+		m, ok := k.masters[w.Master]
+		if !ok {
+			return nil, fmt.Errorf("sealed: the key of subject %d is wrapped by a master key not configured (fingerprint %x)", subject, w.Master)
+		}
+		if raw, err = m.unwrap(subject, w.Data); err != nil {
+			return nil, err
+		}
 	}
 	block, err := aes.NewCipher(raw)
 	if err != nil {
@@ -91,17 +104,24 @@ func (k *Keyring) cipher(ctx context.Context, subject int64, create bool) (ciphe
 		k.mu.Unlock()
 		return nil, ErrErased
 	}
-	if len(k.cache) >= k.limit {
-		for s := range k.cache { // drop an arbitrary half: cheap, and rare
-			if len(k.cache) < k.limit/2 {
-				break
-			}
-			delete(k.cache, s)
-		}
-	}
-	k.cache[subject] = c
+	putBounded(k.cache, k.limit, subject, c)
+	putBounded(k.keys, k.keyLimit, subject, raw)
 	k.mu.Unlock()
 	return c, nil
+}
+
+// putBounded sets m[key], first dropping an arbitrary half of m when it
+// holds limit entries: cheap, and rare.
+func putBounded[V any](m map[int64]V, limit int, key int64, v V) {
+	if _, ok := m[key]; !ok && len(m) >= limit {
+		for s := range m {
+			if len(m) < limit/2 {
+				break
+			}
+			delete(m, s)
+		}
+	}
+	m[key] = v
 }
 
 // batchCreator is a KeyStore that creates many keys in one durable
@@ -201,6 +221,7 @@ func (k *Keyring) Erase(ctx context.Context, subject int64) error {
 func (k *Keyring) Forget(subject int64) {
 	k.mu.Lock()
 	delete(k.cache, subject)
+	delete(k.keys, subject)
 	k.erased[subject] = true
 	k.mu.Unlock()
 	k.anyErased.Store(true)
