@@ -362,6 +362,12 @@ type Batch struct {
 	// holds no events, and so is a live batch whose events the filter dropped,
 	// so that Checkpoint follows the log.
 	CaughtUp bool
+	// More is set when events after Checkpoint were already there when the
+	// batch was cut (a batch limit reached before the head, or received
+	// events still waiting): the next Recv returns without waiting for an
+	// append. A consumer that paces its live batches to gather appends
+	// should not wait then, or it falls further behind at every batch.
+	More bool
 }
 
 // Subscription is a catch-up-then-live subscription to the global log.

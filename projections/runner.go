@@ -68,7 +68,10 @@ type RunnerOptions struct {
 	// events (and, for statistics kept in ClickHouse, an INSERT each, where
 	// ClickHouse wants few large inserts, about one a second:
 	// https://clickhouse.com/docs/optimize/bulk-inserts). Catch-up is never
-	// slowed. Default 0: every batch at once.
+	// slowed, nor a live batch marked More (cut short with more already
+	// there): pacing each piece of a backlog would keep the runner behind
+	// for good once appends outrun one batch per interval. Default 0: every
+	// batch at once.
 	MinBatchInterval time.Duration
 }
 
@@ -298,7 +301,7 @@ func (r *Runner) session(ctx context.Context, st *runState) error {
 			return err
 		}
 		st.backoff.reset()
-		if b.CaughtUp {
+		if b.CaughtUp && !b.More {
 			pace.wait(subCtx, received)
 		}
 	}

@@ -504,6 +504,59 @@ func TestRunnerMinBatchIntervalSpacesLiveBatchesOnly(t *testing.T) {
 	}
 }
 
+// backlogSub cuts every live batch into chunks of size events, each marked
+// More but the last: a live subscription behind the log's head, as a
+// backend hands it out a batch limit at a time.
+type backlogSub struct {
+	eventstore.Subscription
+	size    int
+	pending []eventstore.Batch
+}
+
+func (s *backlogSub) Recv(ctx context.Context) (eventstore.Batch, error) {
+	if len(s.pending) == 0 {
+		b, err := s.Subscription.Recv(ctx)
+		if err != nil || !b.CaughtUp {
+			return b, err
+		}
+		for len(b.Events) > s.size {
+			s.pending = append(s.pending, eventstore.Batch{Events: b.Events[:s.size], Checkpoint: b.Events[s.size-1].Position,
+				CaughtUp: true, More: true})
+			b.Events = b.Events[s.size:]
+		}
+		s.pending = append(s.pending, b)
+	}
+	b := s.pending[0]
+	s.pending = s.pending[1:]
+	return b, nil
+}
+
+// Given a live runner paced to one batch every 2 s, when the subscription
+// hands out a backlog of 60 events in six batches marked More, then they
+// are applied one after the other: the pace applies to a batch that found
+// nothing more, not to each piece of a backlog (paced, they would take 10 s).
+func TestRunnerDoesNotPaceABacklog(t *testing.T) {
+	s := openStore(t)
+	h := newTestHandler("backlog.v1")
+	fs := &faultyStore{Store: s, wrap: func(_ int, sub eventstore.Subscription) eventstore.Subscription {
+		return &backlogSub{Subscription: sub, size: 10}
+	}}
+	opts := fastOptions(t)
+	const every = 2 * time.Second
+	opts.MinBatchInterval = every
+	r := NewRunner(fs, testEvents, h, fileCheckpoints(t), opts)
+	startRunner(t, r)
+	eventually(t, "caught up", func() bool { return r.Stats().Live })
+	start := time.Now()
+	last := appendEvents(t, s, "account-burst", 60)
+	waitApplied(t, r, last)
+	if d := time.Since(start); d > 3*every {
+		t.Errorf("a backlog of 6 batches took %v to apply: each was paced", d)
+	}
+	_, deliveries, _ := h.snapshot()
+	assertInOrderOnce(t, deliveries, positions(0, 60))
+}
+
 // A handler that panics does not take the runner down: the panic is
 // recovered, logged and counted, the runner reports Panicked and
 // resubscribes after what was applied, as after an error, until a batch

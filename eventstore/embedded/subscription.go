@@ -79,6 +79,7 @@ func (sub *subscription) Recv(ctx context.Context) (eventstore.Batch, error) {
 			firstCatchUp := reachedHead && !sub.caughtUp
 			sub.caughtUp = sub.caughtUp || reachedHead
 			b.CaughtUp = sub.caughtUp
+			b.More = !reachedHead
 			// An empty batch at the head still reports the checkpoint, so
 			// that a filtered subscription's progress follows the log (a
 			// read-your-writes wait on a filtered-out event must end).

@@ -199,6 +199,7 @@ func (sub *subscription) Recv(ctx context.Context) (eventstore.Batch, error) {
 		}
 	}
 	var b eventstore.Batch
+	cut := false // at maxBatchEvents
 	for i, m := 0, first; ; i++ {
 		if m.err != nil {
 			// Deliver what came before the drop; the next Recv fails.
@@ -210,6 +211,7 @@ func (sub *subscription) Recv(ctx context.Context) (eventstore.Batch, error) {
 		}
 		sub.take(&b, m)
 		if i+1 == maxBatchEvents {
+			cut = true
 			break
 		}
 		select {
@@ -221,6 +223,7 @@ func (sub *subscription) Recv(ctx context.Context) (eventstore.Batch, error) {
 	}
 	b.Checkpoint = sub.last
 	b.CaughtUp = sub.caughtUp
+	b.More = sub.err == nil && (cut || len(sub.msgs) > 0)
 	sub.reported = sub.reported || sub.caughtUp
 	return b, nil
 }

@@ -74,6 +74,7 @@ func (sub *subscription) Recv(ctx context.Context) (eventstore.Batch, error) {
 			reachedHead := sub.after >= head
 			sub.caughtUp = sub.caughtUp || reachedHead
 			b.CaughtUp = sub.caughtUp
+			b.More = !reachedHead
 			// Every scan ends at the head, at a full batch or after maxScan
 			// events, so the batch is worth delivering even when empty: its
 			// checkpoint follows the log (a read-your-writes wait on a

@@ -33,6 +33,7 @@ type reader struct {
 	checkpoint eventstore.Position
 	caughtUp   bool
 	batches    int
+	more       bool // the last batch's More
 }
 
 // subscribe opens a subscription closed at the end of the test.
@@ -125,6 +126,7 @@ func (r *reader) check(b eventstore.Batch) error {
 		return fmt.Errorf("%s: Checkpoint %v before the batch's last event at %v", where, b.Checkpoint, b.Events[n-1].Position)
 	}
 	r.checkpoint = b.Checkpoint
+	r.more = b.More
 	return nil
 }
 

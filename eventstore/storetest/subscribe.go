@@ -18,6 +18,7 @@ var subscribeTests = []test{
 	{"AfterIsExclusive", testAfterIsExclusive},
 	{"CatchUpToLiveHandover", testCatchUpToLiveHandover},
 	{"LiveDelivery", testLiveDelivery},
+	{"LiveBatchAtHeadSaysNoMore", testLiveBatchAtHeadSaysNoMore},
 }
 
 func testSubscribeFromBeginning(e *env) {
@@ -130,6 +131,29 @@ func testLiveDelivery(e *env) {
 	}
 	want := e.readAll(stream, e.stream("new-1"), e.stream("new-3"))
 	requireSameEvents(e.t, "subscription", r.events, want)
+}
+
+// testLiveBatchAtHeadSaysNoMore: the live batch that delivers the last
+// event appended is not marked More (a consumer pacing its live batches
+// would otherwise skip its wait with nothing to read), unless someone else
+// appended after it.
+func testLiveBatchAtHeadSaysNoMore(e *env) {
+	r := e.subscribe(eventstore.Beginning, eventstore.Filter{})
+	r.waitCaughtUp()
+	for i := range 3 {
+		evs := e.events(fmt.Sprintf("more-%d", i), "More.v1", i+2)
+		e.mustAppend(e.stream(fmt.Sprintf("more-%d", i)), eventstore.NoStream, evs...)
+		r.waitFor(evs[len(evs)-1].ID, liveTimeout)
+		if !r.more {
+			continue
+		}
+		if h, ok := e.store.(eventstore.HeadReader); ok {
+			if head, err := h.Head(e.ctx); err == nil && head.After(r.checkpoint) {
+				continue // another writer's events came after ours
+			}
+		}
+		e.t.Fatalf("append %d: the batch that reached the head at %v says More", i, r.checkpoint)
+	}
 }
 
 // filterFixture is the events of the filter tests: one per (stream, type)
