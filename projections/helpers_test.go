@@ -202,21 +202,24 @@ func (f *faultyStore) subscriptions() []eventstore.Position {
 // splitSub re-delivers each batch of the real subscription in chunks of at
 // most size events, as a backend with smaller batches would. Each chunk's
 // checkpoint is its last event; the last chunk keeps the real checkpoint and
-// CaughtUp flag.
+// flags. With backlog it cuts only live batches, marking the other chunks
+// CaughtUp and More: a live subscription behind the log's head, handed out
+// a batch limit at a time.
 type splitSub struct {
 	eventstore.Subscription
 	size    int
+	backlog bool
 	pending []eventstore.Batch
 }
 
 func (s *splitSub) Recv(ctx context.Context) (eventstore.Batch, error) {
 	if len(s.pending) == 0 {
 		b, err := s.Subscription.Recv(ctx)
-		if err != nil {
+		if err != nil || s.backlog && !b.CaughtUp {
 			return b, err
 		}
 		for len(b.Events) > s.size {
-			chunk := eventstore.Batch{Events: b.Events[:s.size], Checkpoint: b.Events[s.size-1].Position}
+			chunk := eventstore.Batch{Events: b.Events[:s.size], Checkpoint: b.Events[s.size-1].Position, CaughtUp: s.backlog, More: s.backlog}
 			s.pending = append(s.pending, chunk)
 			b.Events = b.Events[s.size:]
 		}

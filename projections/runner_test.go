@@ -504,33 +504,6 @@ func TestRunnerMinBatchIntervalSpacesLiveBatchesOnly(t *testing.T) {
 	}
 }
 
-// backlogSub cuts every live batch into chunks of size events, each marked
-// More but the last: a live subscription behind the log's head, as a
-// backend hands it out a batch limit at a time.
-type backlogSub struct {
-	eventstore.Subscription
-	size    int
-	pending []eventstore.Batch
-}
-
-func (s *backlogSub) Recv(ctx context.Context) (eventstore.Batch, error) {
-	if len(s.pending) == 0 {
-		b, err := s.Subscription.Recv(ctx)
-		if err != nil || !b.CaughtUp {
-			return b, err
-		}
-		for len(b.Events) > s.size {
-			s.pending = append(s.pending, eventstore.Batch{Events: b.Events[:s.size], Checkpoint: b.Events[s.size-1].Position,
-				CaughtUp: true, More: true})
-			b.Events = b.Events[s.size:]
-		}
-		s.pending = append(s.pending, b)
-	}
-	b := s.pending[0]
-	s.pending = s.pending[1:]
-	return b, nil
-}
-
 // Given a live runner paced to one batch every 2 s, when the subscription
 // hands out a backlog of 60 events in six batches marked More, then they
 // are applied one after the other: the pace applies to a batch that found
@@ -539,7 +512,7 @@ func TestRunnerDoesNotPaceABacklog(t *testing.T) {
 	s := openStore(t)
 	h := newTestHandler("backlog.v1")
 	fs := &faultyStore{Store: s, wrap: func(_ int, sub eventstore.Subscription) eventstore.Subscription {
-		return &backlogSub{Subscription: sub, size: 10}
+		return &splitSub{Subscription: sub, size: 10, backlog: true}
 	}}
 	opts := fastOptions(t)
 	const every = 2 * time.Second
