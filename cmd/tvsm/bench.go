@@ -70,7 +70,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.Nodes, "nodes", 1, "nodes serving the devices (more than one: on the EventStoreDB protocol double)")
 	fs.StringVar(&o.Backend, "backend", "", "event store of the nodes: embedded or esdb, the protocol double (default: embedded for one node, esdb for more)")
 	fs.IntVar(&o.ConnectRate, "connect-rate", 0, "devices a second starting to connect, over all client processes (0: 2,000 per process)")
-	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save a CPU profile of every node during the broadcast in")
+	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save a CPU profile of every node during the broadcast in, and of every client process from its first device having the message until its last")
 	fs.StringVar(&o.ClientReader, "client-reader", "", "how the client processes read their websockets: epoll or goroutine (tvsm simulate -reader; empty: its default)")
 	fs.BoolVar(&o.FreshNodes, "fresh-nodes", false, "start the nodes again before the devices' second connection, so that memory per connection is read on fresh processes")
 	fs.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "bound of the whole run (six nodes and 30,000 devices took about 5 minutes on 2 cores)")

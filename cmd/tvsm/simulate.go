@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"tvsm/internal/tools/simulate"
@@ -38,6 +40,7 @@ func simulateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var admin string
 	var asJSON bool
 	var progressEvery time.Duration
+	var cpuProfile string
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, simulateUsage); fs.PrintDefaults() }
@@ -62,6 +65,7 @@ func simulateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.BoolVar(&o.CreateCatalog, "create", false, "with -admin (a superadmin): first make sure a provider, a channel and a tariff named Simulation exist, and use them (a fresh node needs nothing else)")
 	fs.BoolVar(&asJSON, "json", false, "print the final figures as JSON on stdout")
 	fs.DurationVar(&progressEvery, "progress", time.Second, "period of the progress line on stderr (0: none)")
+	fs.StringVar(&cpuProfile, "cpu-profile", "", "with -stop-after-commands: write a CPU profile of the process to `file`, from the first device having its commands until every one has them (or the end): what receiving a broadcast costs the client")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -80,6 +84,8 @@ func simulateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return &configError{err}
 	}
 	stopProgress := progressLine(sim, progressEvery, stderr)
+	stopProfile := profileDelivery(ctx, sim, cpuProfile, stderr)
+	defer stopProfile()
 	reported := make(chan bool, 1)
 	go func() {
 		// Holding, the figures are reported when every device has its
@@ -158,4 +164,47 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// profileDelivery writes a CPU profile of the process to path (nothing when
+// empty) from the first device having its commands until every one has
+// them, or until the returned func is called. A failure is logged to
+// stderr: the simulation goes on without a profile.
+func profileDelivery(ctx context.Context, sim *simulate.Sim, path string, stderr io.Writer) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	var once sync.Once
+	stopped := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-sim.FirstDone():
+		case <-stopped:
+			return
+		case <-ctx.Done():
+			return
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "tvsm simulate: cpu profile: %v\n", err)
+			return
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "tvsm simulate: cpu profile: %v\n", err)
+			return
+		}
+		select {
+		case <-sim.Done():
+		case <-stopped:
+		case <-ctx.Done():
+		}
+		pprof.StopCPUProfile()
+	}()
+	return func() {
+		once.Do(func() { close(stopped) })
+		<-finished
+	}
 }

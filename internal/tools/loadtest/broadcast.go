@@ -51,7 +51,9 @@ type BroadcastOptions struct {
 	// keep it below what the double takes, or logins queue up and time out.
 	ConnectRate int
 	// ProfileDir, when set, receives a CPU profile of every node
-	// (node-N.cpu.pprof) taken over the broadcast.
+	// (node-N.cpu.pprof) taken over the broadcast, and one of every client
+	// process (client-N.cpu.pprof) from its first device having the message
+	// until its last.
 	ProfileDir string
 	// ProfileSeconds is how long those profiles run (default 5).
 	ProfileSeconds int
@@ -556,7 +558,7 @@ func (c *cluster) measure(ctx context.Context) ([]nodeMemory, error) {
 func (c *cluster) connectAll(ctx context.Context, o BroadcastOptions, provider int64) (*clients, error) {
 	urls := c.urls()
 	cl, err := startClients(ctx, clientPlan{binary: o.Binary, devices: o.Devices, procs: o.Procs, connectRate: o.ConnectRate, log: o.Log,
-		reader: o.ClientReader,
+		reader: o.ClientReader, profileDir: o.ProfileDir,
 		args: func(i int) []string {
 			return []string{"--url", urls[i%len(urls)], "--provider", strconv.FormatInt(provider, 10), "--password", "bench"}
 		}})

@@ -63,6 +63,11 @@ func TestBroadcastSmall(t *testing.T) {
 					t.Errorf("profile of node %d: %v", i, err)
 				}
 			}
+			for i := range o.Procs {
+				if st, err := os.Stat(filepath.Join(o.ProfileDir, fmt.Sprintf("client-%d.cpu.pprof", i))); err != nil || st.Size() == 0 {
+					t.Errorf("profile of client process %d: %v", i, err)
+				}
+			}
 		}
 		t.Log(res)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -23,7 +24,10 @@ type clientPlan struct {
 	binary                      string
 	devices, procs, connectRate int
 	reader                      string // -reader of the clients (empty: their default)
-	log                         io.Writer
+	// profileDir, when set, receives client-N.cpu.pprof of client process N
+	// (tvsm simulate -cpu-profile).
+	profileDir string
+	log        io.Writer
 	// args returns what client process i connects to: its arguments
 	// beyond those every client gets.
 	args func(i int) []string
@@ -64,6 +68,9 @@ func startClients(ctx context.Context, p clientPlan) (*clients, error) {
 			"--stop-after-commands", "1", "--hold", "--json", "--progress", "0"}, p.args(i)...)
 		if p.reader != "" {
 			args = append(args, "--reader", p.reader)
+		}
+		if p.profileDir != "" {
+			args = append(args, "--cpu-profile", filepath.Join(p.profileDir, fmt.Sprintf("client-%d.cpu.pprof", i)))
 		}
 		cmd := exec.CommandContext(ctx, p.binary, args...)
 		cmd.Stderr = p.log

@@ -194,6 +194,8 @@ type Sim struct {
 	lastError string
 	done      chan struct{} // closed when every device has its commands
 	doneOnce  sync.Once
+	firstDone chan struct{} // closed when the first device has them
+	firstOnce sync.Once
 }
 
 // New checks opts and prepares a simulation.
@@ -211,10 +213,11 @@ func New(opts Options) (*Sim, error) {
 	}
 	tr := &http.Transport{DialContext: d.DialContext, MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second}
 	s := &Sim{
-		opts:   opts,
-		http:   &http.Client{Transport: tr, Timeout: 30 * time.Second},
-		dialer: d,
-		done:   make(chan struct{}),
+		opts:      opts,
+		http:      &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		dialer:    d,
+		done:      make(chan struct{}),
+		firstDone: make(chan struct{}),
 	}
 	if opts.LoginsInFlight > 0 {
 		s.logins = make(chan struct{}, opts.LoginsInFlight)
@@ -287,6 +290,10 @@ func (s *Sim) Run(ctx context.Context) (Result, error) {
 // Done is closed once every device received StopAfterCommands commands.
 func (s *Sim) Done() <-chan struct{} { return s.done }
 
+// FirstDone is closed once the first device received StopAfterCommands
+// commands.
+func (s *Sim) FirstDone() <-chan struct{} { return s.firstDone }
+
 // Result returns the totals so far.
 func (s *Sim) Result() Result {
 	s.mu.Lock()
@@ -343,6 +350,7 @@ func (s *Sim) gotAll(at time.Time) {
 	s.received++
 	all := s.received >= s.opts.Devices
 	s.mu.Unlock()
+	s.firstOnce.Do(func() { close(s.firstDone) })
 	if all {
 		s.doneOnce.Do(func() { close(s.done) })
 	}
