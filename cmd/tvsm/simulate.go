@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"time"
 
 	"tvsm/internal/tools/simulate"
@@ -168,13 +167,12 @@ func isTerminal(w io.Writer) bool {
 
 // profileDelivery writes a CPU profile of the process to path (nothing when
 // empty) from the first device having its commands until every one has
-// them, or until the returned func is called. A failure is logged to
-// stderr: the simulation goes on without a profile.
+// them, or until the returned func (called once) is. A failure is logged
+// to stderr: the simulation goes on without a profile.
 func profileDelivery(ctx context.Context, sim *simulate.Sim, path string, stderr io.Writer) (stop func()) {
 	if path == "" {
 		return func() {}
 	}
-	var once sync.Once
 	stopped := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -204,7 +202,7 @@ func profileDelivery(ctx context.Context, sim *simulate.Sim, path string, stderr
 		pprof.StopCPUProfile()
 	}()
 	return func() {
-		once.Do(func() { close(stopped) })
+		close(stopped)
 		<-finished
 	}
 }

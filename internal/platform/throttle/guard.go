@@ -74,9 +74,7 @@ type Guard struct {
 	// its keys: it hands the room it frees to the first waiter instead of
 	// waking them all, so a burst from one address costs the same per
 	// attempt whether ten or ten thousand wait.
-	pairWaiters    map[pairKey]*waitQueue
-	addressWaiters map[string]*waitQueue
-	loginWaiters   map[string]*waitQueue
+	waiters map[waitKey]*waitQueue
 
 	// Attempts refused, for metrics: by the failures recorded, and for
 	// want of room while others were in flight.
@@ -117,9 +115,7 @@ func NewGuard(o GuardOptions) *Guard {
 		pairsInFlight:     map[pairKey]int{},
 		addressesInFlight: map[string]int{},
 		loginsInFlight:    map[string]int{},
-		pairWaiters:       map[pairKey]*waitQueue{},
-		addressWaiters:    map[string]*waitQueue{},
-		loginWaiters:      map[string]*waitQueue{},
+		waiters:           map[waitKey]*waitQueue{},
 	}
 }
 
@@ -339,11 +335,11 @@ func (g *Guard) finish(key pairKey, known bool) {
 // failure reached: those of its pair, of its address (when the attempt
 // held a place there) and of its login. g.mu is held.
 func (g *Guard) serveWaiters(key pairKey, known bool) {
-	g.serve(g.pairWaiters[key])
+	g.serve(g.waiters[waitKeyOf(pairLimit, key)])
 	if !known {
-		g.serve(g.addressWaiters[key.address])
+		g.serve(g.waiters[waitKeyOf(addressLimit, key)])
 	}
-	g.serve(g.loginWaiters[key.login])
+	g.serve(g.waiters[waitKeyOf(loginLimit, key)])
 }
 
 // decrement lowers m[key], deleting it at zero so that the maps hold only
@@ -372,22 +368,36 @@ type waiter struct {
 
 // waitQueue holds the attempts a limit of one key holds, oldest first.
 type waitQueue struct {
-	which      limit
-	key        any // the pairKey, address or login, to delete the queue once empty
+	key        waitKey
 	head, tail *waiter
+}
+
+// waitKey names a limit of one key: a pair, an address or a login (the
+// other fields empty).
+type waitKey struct {
+	which          limit
+	login, address string
+}
+
+// waitKeyOf returns the key of which limit holds an attempt of key.
+func waitKeyOf(which limit, key pairKey) waitKey {
+	switch which {
+	case addressLimit:
+		return waitKey{which: which, address: key.address}
+	case loginLimit:
+		return waitKey{which: which, login: key.login}
+	}
+	return waitKey{which: which, login: key.login, address: key.address}
 }
 
 // enqueue puts w at the end of the queue of the limit that holds it; g.mu
 // is held.
 func (g *Guard) enqueue(w *waiter, full limit) {
-	var q *waitQueue
-	switch full {
-	case pairLimit:
-		q = queueOf(g.pairWaiters, w.key, full)
-	case addressLimit:
-		q = queueOf(g.addressWaiters, w.key.address, full)
-	default:
-		q = queueOf(g.loginWaiters, w.key.login, full)
+	k := waitKeyOf(full, w.key)
+	q := g.waiters[k]
+	if q == nil {
+		q = &waitQueue{key: k}
+		g.waiters[k] = q
 	}
 	w.queue, w.prev, w.next = q, q.tail, nil
 	if q.tail != nil {
@@ -396,15 +406,6 @@ func (g *Guard) enqueue(w *waiter, full limit) {
 		q.head = w
 	}
 	q.tail = w
-}
-
-func queueOf[K comparable](m map[K]*waitQueue, key K, which limit) *waitQueue {
-	q := m[key]
-	if q == nil {
-		q = &waitQueue{which: which, key: key}
-		m[key] = q
-	}
-	return q
 }
 
 // dequeue takes w out of its queue, deleting the queue once empty; g.mu is
@@ -423,14 +424,7 @@ func (g *Guard) dequeue(w *waiter) {
 	}
 	w.queue, w.prev, w.next = nil, nil, nil
 	if q.head == nil {
-		switch q.which {
-		case pairLimit:
-			delete(g.pairWaiters, q.key.(pairKey))
-		case addressLimit:
-			delete(g.addressWaiters, q.key.(string))
-		default:
-			delete(g.loginWaiters, q.key.(string))
-		}
+		delete(g.waiters, q.key)
 	}
 }
 
@@ -453,7 +447,7 @@ func (g *Guard) serve(q *waitQueue) {
 			g.admit(w.key, w.known)
 			w.admitted = true
 			close(w.decided)
-		case full == q.which:
+		case full == q.key.which:
 			return
 		default:
 			g.dequeue(w)

@@ -16,14 +16,7 @@ func waiting(g *Guard) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := 0
-	for _, m := range []map[string]*waitQueue{g.addressWaiters, g.loginWaiters} {
-		for _, q := range m {
-			for w := q.head; w != nil; w = w.next {
-				n++
-			}
-		}
-	}
-	for _, q := range g.pairWaiters {
+	for _, q := range g.waiters {
 		for w := q.head; w != nil; w = w.next {
 			n++
 		}
@@ -149,7 +142,7 @@ func TestGuardMovesAWaiterToTheLimitThatHoldsIt(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 	g.mu.Lock()
-	held := g.pairWaiters[pairKey{"root", address}] != nil
+	held := g.waiters[waitKeyOf(pairLimit, pairKey{"root", address})] != nil
 	g.mu.Unlock()
 	if !held {
 		t.Fatal("the waiter is not in its pair's queue")
@@ -200,7 +193,7 @@ func TestGuardWaitersUnderConcurrency(t *testing.T) {
 	if len(g.pairsInFlight)+len(g.addressesInFlight)+len(g.loginsInFlight) != 0 {
 		t.Fatalf("left in flight: %v %v %v", g.pairsInFlight, g.addressesInFlight, g.loginsInFlight)
 	}
-	if len(g.pairWaiters)+len(g.addressWaiters)+len(g.loginWaiters) != 0 {
-		t.Fatalf("queues left: %d %d %d", len(g.pairWaiters), len(g.addressWaiters), len(g.loginWaiters))
+	if len(g.waiters) != 0 {
+		t.Fatalf("%d queues left", len(g.waiters))
 	}
 }
