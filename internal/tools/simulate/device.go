@@ -180,7 +180,7 @@ func (s *Sim) session(ctx context.Context, i int, token string) (relogin bool, e
 	stopViewing := func() {}
 	unauthorized, err := s.run(ctx, session{
 		url: wsURL, header: http.Header{"Authorization": {"Bearer " + token}},
-		h: &deviceHandler{s: s},
+		h: newDeviceHandler(s),
 		connected: func() {
 			connected = true
 			s.c.Connected.Add(1)
@@ -209,11 +209,19 @@ func (s *Sim) session(ctx context.Context, i int, token string) (relogin bool, e
 // a buffer the connection reuses, a command in the form the server writes
 // is taken apart by hand, and the replies are assembled in another buffer.
 
+// replyRoom is the room made for a reply at connection (the server's
+// delivery ids are short): a connection's first message allocates nothing.
+const replyRoom = 128
+
 // deviceHandler acknowledges a device's commands.
 type deviceHandler struct {
 	s   *Sim
 	got int
 	buf []byte
+}
+
+func newDeviceHandler(s *Sim) *deviceHandler {
+	return &deviceHandler{s: s, buf: make([]byte, 0, replyRoom)}
 }
 
 func (h *deviceHandler) message(data []byte, out replies) error {
@@ -248,14 +256,14 @@ const commandHead = `{"type":"command","id":"`
 
 // parseCommand returns the delivery id and the command object of a command
 // message; ok is false for any other message.
-func parseCommand(data []byte) (id string, command []byte, ok bool) {
+func parseCommand(data []byte) (id, command []byte, ok bool) {
 	if rest, found := bytes.CutPrefix(data, []byte(commandHead)); found {
 		if i := bytes.IndexByte(rest, '"'); i > 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
 			if cmd, found := bytes.CutPrefix(rest[i:], []byte(`","command":`)); found && len(cmd) > 0 && cmd[len(cmd)-1] == '}' {
 				// A scan, not a decode: the object must end where the
 				// message does.
 				if command := cmd[:len(cmd)-1]; json.Valid(command) {
-					return string(rest[:i]), command, true
+					return rest[:i], command, true
 				}
 			}
 		}
@@ -263,9 +271,9 @@ func parseCommand(data []byte) (id string, command []byte, ok bool) {
 	// Another form: decode it.
 	var m serverMessage
 	if json.Unmarshal(data, &m) != nil || m.Type != "command" {
-		return "", nil, false
+		return nil, nil, false
 	}
-	return m.ID, m.Command, true
+	return []byte(m.ID), m.Command, true
 }
 
 // wantsConfirm reports whether command is a user_message that asks to be
@@ -280,9 +288,9 @@ func wantsConfirm(command []byte) bool {
 }
 
 // reply returns the reply of kind to delivery id, in a buffer reused.
-func (h *deviceHandler) reply(kind, id string) []byte {
+func (h *deviceHandler) reply(kind string, id []byte) []byte {
 	if !plain(id) {
-		msg, _ := json.Marshal(map[string]string{"type": kind, "id": id})
+		msg, _ := json.Marshal(map[string]string{"type": kind, "id": string(id)})
 		return msg
 	}
 	h.buf = append(h.buf[:0], `{"type":"`...)
@@ -295,7 +303,7 @@ func (h *deviceHandler) reply(kind, id string) []byte {
 
 // plain reports whether s goes between JSON quotes as it is: printable
 // ASCII without quote or backslash (the server's delivery ids are).
-func plain(s string) bool {
+func plain(s []byte) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
 			return false

@@ -96,16 +96,19 @@ func (p *poller) closeFDs() {
 func (p *poller) loop() {
 	defer close(p.ended)
 	events := make([]syscall.EpollEvent, 256)
+	// One closure for every wait: a closure made in the loop would take
+	// its captures to the heap at every wakeup.
+	var n int
+	var waitErr error
+	wait := func(fd uintptr) bool {
+		n, waitErr = syscall.EpollWait(int(fd), events, 0)
+		if waitErr == syscall.EINTR {
+			n, waitErr = 0, nil
+		}
+		return waitErr != nil || n > 0 // none ready: park until ep is readable
+	}
 	for {
-		var n int
-		var waitErr error
-		err := p.raw.Read(func(fd uintptr) bool {
-			n, waitErr = syscall.EpollWait(int(fd), events, 0)
-			if waitErr == syscall.EINTR {
-				n, waitErr = 0, nil
-			}
-			return waitErr != nil || n > 0 // none ready: park until ep is readable
-		})
+		err := p.raw.Read(wait)
 		if err == nil {
 			err = waitErr
 		}
@@ -133,7 +136,10 @@ func (p *poller) loop() {
 // for session s until the session ends or ctx is done. rest are the bytes
 // read past the handshake.
 func (p *poller) serve(ctx context.Context, fd int, rest []byte, s session) error {
-	c := &pollConn{fd: fd, h: s.h, done: make(chan error, 1)}
+	// Its buffers are made now, while it connects: a broadcast reaches every
+	// connection once, so an allocation at a first message is one a message.
+	c := &pollConn{fd: fd, h: s.h, done: make(chan error, 1), wbuf: make([]byte, 0, replyRoom)}
+	c.frames.reserve()
 	if s.handshakeTimeout > 0 {
 		c.deadline = time.AfterFunc(s.handshakeTimeout, c.shutdown)
 		defer c.deadline.Stop()

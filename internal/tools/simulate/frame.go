@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 )
 
 // The websocket frames of RFC 6455 (https://www.rfc-editor.org/rfc/rfc6455#section-5)
@@ -73,6 +74,10 @@ func (r *frameReader) space() []byte {
 	}
 	return r.buf[len(r.buf):cap(r.buf)]
 }
+
+// reserve makes the room of a read now: a connection's first message then
+// allocates nothing (in a broadcast every message is a connection's first).
+func (r *frameReader) reserve() { r.space() }
 
 // filled takes n bytes read into the slice space returned.
 func (r *frameReader) filled(n int) { r.buf = r.buf[:len(r.buf)+n] }
@@ -183,9 +188,14 @@ func closeFrameError(payload []byte) error {
 	return &closeError{code: int(binary.BigEndian.Uint16(payload)), reason: string(payload[2:])}
 }
 
+// maxClientHead is the longest head of a client's frame: two bytes, a
+// length of eight and a mask of four.
+const maxClientHead = 14
+
 // appendClientFrame appends a final frame of op carrying payload, masked
 // as a client's must be.
 func appendClientFrame(dst []byte, op byte, payload []byte) []byte {
+	dst = slices.Grow(dst, maxClientHead+len(payload))
 	dst = append(dst, 0x80|op)
 	switch n := len(payload); {
 	case n <= 125:
