@@ -230,3 +230,61 @@ func TestSessionEndsOnDeadlineAndContext(t *testing.T) {
 }
 
 var _ net.Conn = (*handshakeConn)(nil)
+
+// Given a server that writes a message and hangs up at once, without a
+// close frame (the message and the end of the stream can arrive
+// together), when a device's session reads it, then the handler gets the
+// message and the session ends, with either reader: the epoll reader's
+// sockets are edge-triggered, so the end must be read in the same wakeup
+// as the message when both are in.
+func TestSessionEndsWhenTheServerHangsUpAfterAMessage(t *testing.T) {
+	for _, reader := range readers() {
+		t.Run(reader, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+				answer := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+					"Sec-WebSocket-Accept: " + base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n"
+				if _, err := conn.Write([]byte(answer)); err != nil {
+					return
+				}
+				time.Sleep(50 * time.Millisecond) // the session is being served by then
+				_, _ = conn.Write(serverFrame(true, opText, []byte("last words")))
+				_ = conn.(*net.TCPConn).CloseWrite()
+				_, _ = io.Copy(io.Discard, conn) // the reply, then the device's end
+			}))
+			defer srv.Close()
+			h := &echoHandler{}
+			sim, stop := newTestSim(t, reader, srv.URL)
+			defer stop()
+			// No deadline of the session's own: shut down from outside, a
+			// session also ends with the end of the stream.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ended := make(chan error, 1)
+			go func() {
+				_, err := sim.run(ctx, session{url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", h: h})
+				ended <- err
+			}()
+			var err error
+			select {
+			case err = <-ended:
+			case <-time.After(10 * time.Second):
+				cancel()
+				<-ended
+				t.Fatal("the session did not end when the server hung up")
+			}
+			// gorilla names a stream that ends without a close frame 1006.
+			if code := closeCode(err); err == nil || code != 0 && code != websocket.CloseAbnormalClosure {
+				t.Fatalf("session ended with %v, want the end of the stream", err)
+			}
+			if strings.Join(h.got, "|") != "last words" {
+				t.Fatalf("handler got %q", h.got)
+			}
+		})
+	}
+}
