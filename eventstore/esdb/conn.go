@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -248,6 +249,13 @@ func connectionLost(err error) bool {
 			return true
 		}
 		err = e.Err()
+		// gRPC's SendMsg answers io.EOF once the stream was ended under it
+		// (the server went away while an append was being sent); the client
+		// wraps it with an unknown code. A bare io.EOF, the end of a read,
+		// is not wrapped.
+		if errors.Is(err, io.EOF) {
+			return true
+		}
 	}
 	switch status.Code(err) {
 	case codes.Unavailable:

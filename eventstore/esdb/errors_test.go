@@ -3,8 +3,11 @@ package esdb
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
+
+	client "github.com/EventStore/EventStore-Client-Go/v4/esdb"
 
 	"tvsm/eventstore"
 )
@@ -52,5 +55,17 @@ func FuzzParseCurrentRevision(f *testing.F) {
 func TestConnectionLost(t *testing.T) {
 	if connectionLost(nil) || connectionLost(errors.New("boom")) || connectionLost(eventstore.ErrWrongExpectedRevision) {
 		t.Fatal("ordinary errors taken for a lost connection")
+	}
+	if connectionLost(io.EOF) {
+		t.Fatal("a read's end taken for a lost connection")
+	}
+	// How the client reports an append whose stream the server ended
+	// while the request was sent (seen when the server restarts).
+	sendEOF, _ := client.FromError(io.EOF)
+	if err := fmt.Errorf("could not send append request header. Reason: %w", sendEOF); !connectionLost(err) {
+		t.Fatalf("%v not taken for a lost connection", err)
+	}
+	if err := classify(fmt.Errorf("could not send append request header. Reason: %w", sendEOF)); !errors.Is(err, eventstore.ErrUnavailable) {
+		t.Fatalf("classify: %v, want ErrUnavailable", err)
 	}
 }
