@@ -1,6 +1,7 @@
 package wsgateway
 
 import (
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -247,7 +248,7 @@ func (c *Conn) readPump() {
 	c.ws.SetPongHandler(func(string) error { extend(time.Now()); return nil })
 	bad := 0
 	for {
-		kind, data, err := c.ws.ReadMessage()
+		kind, buf, err := readMessage(c.ws)
 		if err != nil {
 			if ce, ok := err.(*websocket.CloseError); ok {
 				c.peerCode.Store(int32(ce.Code))
@@ -258,7 +259,8 @@ func (c *Conn) readPump() {
 		if now := time.Now(); now.Sub(extended) >= o.PongWait/10 {
 			extend(now)
 		}
-		m, err := ParseDeviceMessage(data)
+		m, err := ParseDeviceMessage(*buf)
+		messageBuffers.Put(buf) // m holds copies
 		if kind != websocket.TextMessage || err != nil {
 			c.hub.stats.bad.Add(1)
 			bad++
@@ -270,6 +272,39 @@ func (c *Conn) readPump() {
 		}
 		if o.OnMessage != nil && !c.hook(func() { o.OnMessage(c, m) }) {
 			return
+		}
+	}
+}
+
+// messageBuffers hold device messages while they are parsed. gorilla's
+// ReadMessage allocates a buffer for every message (from 512 bytes, as
+// io.ReadAll does): in a broadcast, one per acknowledgement, and the
+// collections they brought scanned every connection's reader stack. A
+// buffer kept by each connection would cost every idle one its size.
+var messageBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// readMessage reads the next message of ws into a buffer of
+// messageBuffers, for the caller to put back.
+func readMessage(ws *websocket.Conn) (kind int, buf *[]byte, err error) {
+	kind, r, err := ws.NextReader()
+	if err != nil {
+		return 0, nil, err
+	}
+	buf = messageBuffers.Get().(*[]byte)
+	b := (*buf)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		*buf = b
+		switch {
+		case err == io.EOF:
+			return kind, buf, nil
+		case err != nil:
+			messageBuffers.Put(buf)
+			return 0, nil, err
 		}
 	}
 }
