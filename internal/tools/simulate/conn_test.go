@@ -137,17 +137,11 @@ func TestSessionKeepsAMessageSentWithTheHandshake(t *testing.T) {
 		t.Run(reader, func(t *testing.T) {
 			reply := make(chan string, 1)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				conn, rw, err := http.NewResponseController(w).Hijack()
+				conn, rw, err := acceptWebsocket(w, r, serverFrame(true, opText, []byte("hello")))
 				if err != nil {
 					return
 				}
 				defer conn.Close()
-				sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-				answer := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
-					"Sec-WebSocket-Accept: " + base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n"
-				if _, err := conn.Write(append([]byte(answer), serverFrame(true, opText, []byte("hello"))...)); err != nil {
-					return
-				}
 				msg, err := readClientFrame(rw.Reader)
 				if err != nil {
 					msg = "error: " + err.Error()
@@ -169,6 +163,23 @@ func TestSessionKeepsAMessageSentWithTheHandshake(t *testing.T) {
 			}
 		})
 	}
+}
+
+// acceptWebsocket answers r's websocket handshake by hand on its hijacked
+// connection, then writes first (frames the tests send with the answer).
+func acceptWebsocket(w http.ResponseWriter, r *http.Request, first []byte) (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	answer := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Accept: " + base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n"
+	if _, err := conn.Write(append([]byte(answer), first...)); err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, rw, nil
 }
 
 // readClientFrame reads one short masked text frame, as a client writes it.
@@ -241,17 +252,11 @@ func TestSessionEndsWhenTheServerHangsUpAfterAMessage(t *testing.T) {
 	for _, reader := range readers() {
 		t.Run(reader, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				conn, _, err := http.NewResponseController(w).Hijack()
+				conn, _, err := acceptWebsocket(w, r, nil)
 				if err != nil {
 					return
 				}
 				defer conn.Close()
-				sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-				answer := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
-					"Sec-WebSocket-Accept: " + base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n"
-				if _, err := conn.Write([]byte(answer)); err != nil {
-					return
-				}
 				time.Sleep(50 * time.Millisecond) // the session is being served by then
 				_, _ = conn.Write(serverFrame(true, opText, []byte("last words")))
 				_ = conn.(*net.TCPConn).CloseWrite()

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha1"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -67,18 +65,9 @@ func TestEpollDeviceAcknowledgesWithoutAllocating(t *testing.T) {
 	const devices = 200
 	conns := make(chan net.Conn, devices)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
+		if conn, _, err := acceptWebsocket(w, r, nil); err == nil {
+			conns <- conn
 		}
-		sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-		answer := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
-			"Sec-WebSocket-Accept: " + base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n"
-		if _, err := conn.Write([]byte(answer)); err != nil {
-			conn.Close()
-			return
-		}
-		conns <- conn
 	}))
 	defer srv.Close()
 	sim, err := New(Options{URL: srv.URL, Devices: devices, Provider: 1, StopAfterCommands: 1, Reader: ReaderEpoll})

@@ -363,22 +363,16 @@ func takeFD(conn net.Conn) (int, error) {
 // sysmon waking every 20 µs while calls go on, to take it back) was a
 // tenth of the simulator's CPU per message.
 
-func rawRead(fd int, p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
-}
+func rawRead(fd int, p []byte) (int, error) { return rawIO(syscall.SYS_READ, fd, p) }
 
-func rawWrite(fd int, p []byte) (int, error) {
+func rawWrite(fd int, p []byte) (int, error) { return rawIO(syscall.SYS_WRITE, fd, p) }
+
+// rawIO makes read(2) or write(2) (trap) of fd with p.
+func rawIO(trap uintptr, fd int, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	n, _, errno := syscall.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 	if errno != 0 {
 		return 0, errno
 	}
