@@ -88,7 +88,11 @@ bench-writes:
 # (0: 2,000 per client process). The 100,000-device figure is DEVICES=100000
 # PROCS=12 NODES=6 CONNECT_RATE=500. BACKEND=esdb puts one node on the
 # double too (the baseline of a cluster); empty: embedded for one node.
+# MESSAGES: messages sent, INTERVAL apart; CPU per message is read over
+# them all (one broadcast lasts about a tenth of a second).
 DEVICES      ?= 10000
+MESSAGES     ?= 1
+INTERVAL     ?= 500ms
 PROCS        ?= 4
 NODES        ?= 1
 CONNECT_RATE ?= 0
@@ -96,7 +100,7 @@ BACKEND      ?=
 
 ## bench-broadcast: a user_message to a provider with DEVICES connected devices in PROCS client processes on NODES nodes
 bench-broadcast: build
-	./bin/tvsm bench broadcast --devices $(DEVICES) --procs $(PROCS) --nodes $(NODES) --connect-rate $(CONNECT_RATE) $(if $(BACKEND),--backend $(BACKEND)) --timeout 60m
+	./bin/tvsm bench broadcast --devices $(DEVICES) --procs $(PROCS) --nodes $(NODES) --connect-rate $(CONNECT_RATE) --messages $(MESSAGES) --interval $(INTERVAL) $(if $(BACKEND),--backend $(BACKEND)) --timeout 60m
 
 # The Centrifugo release bench-vs-centrifugo compares with, built from its
 # source through the Go module proxy into CENTRIFUGO_BIN, outside the
@@ -114,7 +118,7 @@ bench-vs-centrifugo: build
 		GOBIN="$(dir $(CENTRIFUGO_BIN))" $(GO) install -trimpath \
 			-ldflags '-X github.com/centrifugal/centrifugo/v6/internal/build.Version=$(CENTRIFUGO_VERSION:v%=%)' \
 			github.com/centrifugal/centrifugo/v6@$(CENTRIFUGO_VERSION); }
-	./bin/tvsm bench vs-centrifugo --centrifugo "$(CENTRIFUGO_BIN)" --devices $(DEVICES) --procs $(PROCS) --pairs $(PAIRS) --connect-rate $(CONNECT_RATE)
+	./bin/tvsm bench vs-centrifugo --centrifugo "$(CENTRIFUGO_BIN)" --devices $(DEVICES) --procs $(PROCS) --pairs $(PAIRS) --connect-rate $(CONNECT_RATE) --messages $(MESSAGES) --interval $(INTERVAL)
 
 ## lint: fail on unformatted files, then go vet
 lint:

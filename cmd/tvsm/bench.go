@@ -72,6 +72,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.ConnectRate, "connect-rate", 0, "devices a second starting to connect, over all client processes (0: 2,000 per process)")
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save a CPU profile of every node during the broadcast in, and of every client process from its first device having the message until its last")
 	fs.StringVar(&o.ClientReader, "client-reader", "", "how the client processes read their websockets: epoll or goroutine (tvsm simulate -reader; empty: its default)")
+	fs.IntVar(&o.Messages, "messages", 1, "user_messages to send, --interval apart: CPU per message is then read over them all (the times are the last one's)")
+	fs.DurationVar(&o.Interval, "interval", 500*time.Millisecond, "time between two messages; longer than a broadcast's delivery")
 	fs.BoolVar(&o.FreshNodes, "fresh-nodes", false, "start the nodes again before the devices' second connection, so that memory per connection is read on fresh processes")
 	fs.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "bound of the whole run (six nodes and 30,000 devices took about 5 minutes on 2 cores)")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -135,6 +137,8 @@ func benchVsCentrifugo(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.IntVar(&o.Pairs, "pairs", 3, "pairs of runs (tvsm, then Centrifugo)")
 	fs.IntVar(&o.ConnectRate, "connect-rate", 0, "devices a second starting to connect, over all client processes (0: 2,000 per process)")
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save CPU profiles of both servers during each broadcast in")
+	fs.IntVar(&o.Messages, "messages", 1, "messages each run sends, --interval apart: CPU per message is then read over them all (the times are the last one's)")
+	fs.DurationVar(&o.Interval, "interval", 500*time.Millisecond, "time between two messages; longer than a broadcast's delivery")
 	fs.StringVar(&o.ClientReader, "client-reader", "", "how the client processes read their websockets: epoll or goroutine (tvsm simulate -reader; empty: its default)")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "bound of each run")
 	if err := fs.Parse(args); err != nil {

@@ -28,7 +28,8 @@ import (
 // BroadcastOptions configure the broadcast scenario: Devices virtual
 // devices in Procs client processes (each from its own 127.0.0.x source
 // address, as one process may hold only so many sockets), one provider-wide
-// user_message, and the time until every device has it.
+// user_message (or Messages of them), and the time until every device has
+// it.
 type BroadcastOptions struct {
 	// Binary is the tvsm executable: it runs the nodes (`serve`), the
 	// event store double (`esdb-double`) and the client processes
@@ -55,8 +56,16 @@ type BroadcastOptions struct {
 	// process (client-N.cpu.pprof) from its first device having the message
 	// until its last.
 	ProfileDir string
-	// ProfileSeconds is how long those profiles run (default 5).
+	// ProfileSeconds is how long those profiles run (default 5, or the
+	// sends' span and 2 s more when that is longer).
 	ProfileSeconds int
+	// Messages is how many user_messages are sent (default 1), Interval
+	// apart (default 500 ms). The CPU figures then cover them all: one
+	// broadcast to 10,000 devices lasts about a tenth of a second, too short
+	// a window to read CPU time well or to profile. Interval should exceed
+	// a broadcast's delivery, so that each message meets quiet servers.
+	Messages int
+	Interval time.Duration
 	// Settle is how long the scenario waits once the devices have
 	// connected, and again once they have disconnected, for their garbage
 	// and socket buffers to settle before memory is read (default 3 s).
@@ -83,11 +92,17 @@ type BroadcastOptions struct {
 
 // BroadcastResult is what the scenario measured.
 type BroadcastResult struct {
-	Devices, Procs, Nodes, Connected, Delivered int
-	FirstConnectTook                            time.Duration // from the first logins to all connected
-	ConnectTook                                 time.Duration // the same devices, known now, connecting again
-	FirstDelivery, AllDelivered                 time.Duration // after the send request started
-	MessagesPerSecond                           float64
+	Devices, Procs, Nodes, Connected int
+	// Messages is how many were sent, Interval apart; Reached is how many
+	// devices had them all, and Delivered how many messages they had.
+	Messages, Reached, Delivered int
+	Interval                     time.Duration
+	FirstConnectTook             time.Duration // from the first logins to all connected
+	ConnectTook                  time.Duration // the same devices, known now, connecting again
+	// FirstDelivery and AllDelivered are when the first and the last
+	// device had the (last) message, after its send request started.
+	FirstDelivery, AllDelivered time.Duration
+	MessagesPerSecond           float64 // the last message's devices over AllDelivered
 	// Server memory, read from its /metrics with the devices known but
 	// none connected and again with every device connected and idle
 	// (their second connection), each time after a garbage collection: the
@@ -104,8 +119,8 @@ type BroadcastResult struct {
 	PerNode []NodeMemory
 	// Setup is how long creating the accounts took.
 	Setup time.Duration
-	// CPU is where processor time went from the send until every device
-	// had the message.
+	// CPU is where processor time went from the (first) send until every
+	// device had the (last) message.
 	CPU CPU
 	// NodeDelivered is when the last device of each node's clients had the
 	// message, after the send request started.
@@ -193,13 +208,17 @@ func (r BroadcastResult) ClientCPUPerMessage() time.Duration {
 
 // String reports r in a few lines.
 func (r BroadcastResult) String() string {
+	what := "user_message to the provider"
+	if r.Messages > 1 {
+		what = fmt.Sprintf("%d user_messages to the provider, %v apart, %d delivered; the last", r.Messages, r.Interval, r.Delivered)
+	}
 	s := fmt.Sprintf("devices %d in %d client processes on %d node(s): accounts created in %v, first connected in %v, %d connected again in %v\n"+
-		"user_message to the provider: first device after %v, all %d devices after %v (%.0f messages/s)\n"+
+		"%s: first device after %v, all %d devices after %v (%.0f messages/s)\n"+
 		"CPU per delivered message: server %.1f µs (nodes %.1f µs), clients %.1f µs\n"+
 		"server memory per idle connected device: %.1f KB resident (%.1f KB without the free heap kept), %.1f KB Go heap and stacks",
 		r.Devices, r.Procs, r.Nodes, r.Setup.Round(time.Millisecond), r.FirstConnectTook.Round(time.Millisecond),
 		r.Connected, r.ConnectTook.Round(time.Millisecond),
-		r.FirstDelivery.Round(time.Microsecond), r.Delivered, r.AllDelivered.Round(time.Microsecond), r.MessagesPerSecond,
+		what, r.FirstDelivery.Round(time.Microsecond), r.Reached, r.AllDelivered.Round(time.Microsecond), r.MessagesPerSecond,
 		micros(r.ServerCPUPerMessage()), micros(r.NodeCPUPerMessage()), micros(r.ClientCPUPerMessage()),
 		r.RSSPerDevice()/1024, r.UsedPerDevice()/1024, r.HeapPerDevice()/1024)
 	s += fmt.Sprintf("\nappends from the wait for quiet to the last delivery: %d, holding %d events", r.Appends, r.EventsAppended)
@@ -243,8 +262,15 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	if o.Settle <= 0 {
 		o.Settle = 3 * time.Second
 	}
+	if o.Messages <= 0 {
+		o.Messages = 1
+	}
+	if o.Interval <= 0 {
+		o.Interval = 500 * time.Millisecond
+	}
 	if o.ProfileSeconds <= 0 {
-		o.ProfileSeconds = 5
+		span := time.Duration(o.Messages-1)*o.Interval + 2*time.Second
+		o.ProfileSeconds = max(5, int((span+time.Second-1)/time.Second))
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Minute
@@ -262,7 +288,8 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 		return BroadcastResult{}, err
 	}
 	defer c.stop()
-	res := BroadcastResult{Devices: o.Devices, Procs: o.Procs, Nodes: o.Nodes, PerNode: make([]NodeMemory, o.Nodes)}
+	res := BroadcastResult{Devices: o.Devices, Procs: o.Procs, Nodes: o.Nodes, PerNode: make([]NodeMemory, o.Nodes),
+		Messages: o.Messages, Interval: o.Interval}
 
 	first := c.nodes[0]
 	provider, tariff, err := first.catalog(ctx)
@@ -348,8 +375,8 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	profiles := c.profile(ctx, o.ProfileDir, o.ProfileSeconds, o.Log)
 	fmt.Fprintf(o.Log, "%d devices connected; sending the message\n", res.Connected)
 	cpuBefore := c.sampleCPU(clients)
-	sent := time.Now()
-	if err := first.sendMessage(ctx, provider); err != nil {
+	lastSent, err := sendMessages(ctx, o, func(ctx context.Context) error { return first.sendMessage(ctx, provider) })
+	if err != nil {
 		return res, err
 	}
 	// The clients report when every device of theirs has the message,
@@ -377,19 +404,47 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	}
 	res.NodeDelivered = make([]time.Duration, o.Nodes)
 	for i, r := range results {
-		if d := r.LastReceived.Sub(sent); r.Received > 0 && d > res.NodeDelivered[i%o.Nodes] {
+		if d := r.LastReceived.Sub(lastSent); r.Received > 0 && d > res.NodeDelivered[i%o.Nodes] {
 			res.NodeDelivered[i%o.Nodes] = d
 		}
 	}
-	for _, r := range results {
-		res.Delivered += r.Received
+	if err := res.delivered(results, lastSent); err != nil {
+		return res, err
 	}
-	if res.Delivered == 0 {
-		return res, errors.New("loadtest: no device received the message")
-	}
-	res.FirstDelivery, res.AllDelivered = deliveries(results, sent)
-	res.MessagesPerSecond = float64(res.Delivered) / res.AllDelivered.Seconds()
 	return res, nil
+}
+
+// sendMessages sends o.Messages messages, o.Interval apart (each send
+// starting on time, however long the one before took), and returns when
+// the last send started.
+func sendMessages(ctx context.Context, o BroadcastOptions, send func(context.Context) error) (last time.Time, err error) {
+	first := time.Now()
+	for i := range o.Messages {
+		if i > 0 && !schedule.Sleep(ctx, time.Until(first.Add(time.Duration(i)*o.Interval))) {
+			return last, fmt.Errorf("loadtest: waiting to send message %d: %w", i+1, ctx.Err())
+		}
+		last = time.Now()
+		if err := send(ctx); err != nil {
+			return last, fmt.Errorf("loadtest: send message %d of %d: %w", i+1, o.Messages, err)
+		}
+	}
+	return last, nil
+}
+
+// delivered fills in what the clients' reports say: the devices that had
+// every message, the messages delivered, and when the first and the last
+// device had the last message, after its send (lastSent) started.
+func (r *BroadcastResult) delivered(results []simulate.Result, lastSent time.Time) error {
+	for _, c := range results {
+		r.Reached += c.Received
+	}
+	if r.Reached == 0 {
+		return errors.New("loadtest: no device received the message")
+	}
+	r.Delivered = r.Reached * max(r.Messages, 1)
+	r.FirstDelivery, r.AllDelivered = deliveries(results, lastSent)
+	r.MessagesPerSecond = float64(r.Reached) / r.AllDelivered.Seconds()
+	return nil
 }
 
 // The event stores the nodes of the broadcast scenario may run on.
@@ -557,7 +612,7 @@ func (c *cluster) measure(ctx context.Context) ([]nodeMemory, error) {
 // garbage and buffers settle.
 func (c *cluster) connectAll(ctx context.Context, o BroadcastOptions, provider int64) (*clients, error) {
 	urls := c.urls()
-	cl, err := startClients(ctx, clientPlan{binary: o.Binary, devices: o.Devices, procs: o.Procs, connectRate: o.ConnectRate, log: o.Log,
+	cl, err := startClients(ctx, clientPlan{binary: o.Binary, devices: o.Devices, procs: o.Procs, connectRate: o.ConnectRate, commands: o.Messages, log: o.Log,
 		reader: o.ClientReader, profileDir: o.ProfileDir,
 		args: func(i int) []string {
 			return []string{"--url", urls[i%len(urls)], "--provider", strconv.FormatInt(provider, 10), "--password", "bench"}

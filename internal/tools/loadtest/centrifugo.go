@@ -270,8 +270,8 @@ func (c *centrifugo) profile(ctx context.Context, dir string, seconds int, log i
 // by step as Broadcast does against one node: the devices connect (and
 // subscribe), hang up and connect again (with FreshNodes, to a Centrifugo
 // started again); memory is read before and after that second
-// connection; one publication goes to the channel; the clients report
-// when every device has it.
+// connection; one publication (or Messages) goes to the channel; the
+// clients report when every device has it (them all).
 func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResult, error) {
 	if o.Nodes > 1 {
 		return BroadcastResult{}, errors.New("loadtest: Centrifugo runs on one node here")
@@ -281,8 +281,9 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 		return BroadcastResult{}, err
 	}
 	defer func() { c.stop() }() // c may be started again
-	res := BroadcastResult{Devices: o.Devices, Procs: o.Procs, Nodes: 1, PerNode: make([]NodeMemory, 1)}
-	plan := clientPlan{binary: o.Binary, devices: o.Devices, procs: o.Procs, connectRate: o.ConnectRate, log: o.Log,
+	res := BroadcastResult{Devices: o.Devices, Procs: o.Procs, Nodes: 1, PerNode: make([]NodeMemory, 1),
+		Messages: o.Messages, Interval: o.Interval}
+	plan := clientPlan{binary: o.Binary, devices: o.Devices, procs: o.Procs, connectRate: o.ConnectRate, commands: o.Messages, log: o.Log,
 		reader: o.ClientReader,
 		args:   func(int) []string { return []string{"--url", c.url, "--centrifugo-channel", centrifugoChannel} }}
 	connectAll := func() (*clients, error) {
@@ -347,8 +348,8 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 	profile := c.profile(ctx, o.ProfileDir, o.ProfileSeconds, o.Log)
 	fmt.Fprintf(o.Log, "%d clients subscribed; publishing\n", res.Connected)
 	cpuBefore := sampleCPU(nil, []*process{c.process}, clients)
-	sent := time.Now()
-	if err := c.publish(ctx); err != nil {
+	lastSent, err := sendMessages(ctx, o, c.publish)
+	if err != nil {
 		return res, err
 	}
 	results, err := clients.reports(ctx)
@@ -359,14 +360,9 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 	if err := profile(); err != nil {
 		return res, err
 	}
-	for _, r := range results {
-		res.Delivered += r.Received
+	if err := res.delivered(results, lastSent); err != nil {
+		return res, err
 	}
-	if res.Delivered == 0 {
-		return res, errors.New("loadtest: no client received the publication")
-	}
-	res.FirstDelivery, res.AllDelivered = deliveries(results, sent)
 	res.NodeDelivered = []time.Duration{res.AllDelivered}
-	res.MessagesPerSecond = float64(res.Delivered) / res.AllDelivered.Seconds()
 	return res, nil
 }

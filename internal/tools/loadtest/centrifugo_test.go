@@ -14,8 +14,9 @@ import (
 
 // TestCompareSmall runs the comparison at a small scale against a real
 // Centrifugo (TVSM_CENTRIFUGO_BIN; make bench-vs-centrifugo builds one):
-// one pair, each side's devices in two client processes. Every device of
-// both sides must get the message, and the report must hold both.
+// one pair, each side's devices in two client processes, two messages.
+// Every device of both sides must get both, and the report must hold both
+// sides.
 //
 //	TVSM_CENTRIFUGO_BIN=PATH go test -tags centrifugo -run TestCompareSmall ./internal/tools/loadtest/
 func TestCompareSmall(t *testing.T) {
@@ -27,7 +28,7 @@ func TestCompareSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res, err := Compare(ctx, CompareOptions{Binary: testutil.Binary(t), Centrifugo: centrifugo, Devices: 40, Procs: 2, Pairs: 1,
-		Settle: 100 * time.Millisecond, Timeout: 2 * time.Minute, Log: log})
+		Messages: 2, Interval: 300 * time.Millisecond, Settle: 100 * time.Millisecond, Timeout: 2 * time.Minute, Log: log})
 	if err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, log)
 	}
@@ -36,12 +37,12 @@ func TestCompareSmall(t *testing.T) {
 			t.Fatalf("%s: %d runs", side, len(runs))
 		}
 		r := runs[0]
-		if r.Connected != 40 || r.Delivered != 40 || r.AllDelivered <= 0 || r.FirstDelivery > r.AllDelivered ||
+		if r.Connected != 40 || r.Reached != 40 || r.Delivered != 80 || r.AllDelivered <= 0 || r.FirstDelivery > r.AllDelivered ||
 			r.RSSAfter <= 0 || r.HeapAfter <= 0 || r.CPU.Nodes <= 0 || r.CPU.Clients <= 0 {
 			t.Errorf("%s: implausible figures %+v", side, r)
 		}
 	}
-	if s := res.String(); !strings.Contains(s, "delivered: tvsm 40; Centrifugo 40 (of 40)") {
+	if s := res.String(); !strings.Contains(s, "devices that had every message: tvsm 40; Centrifugo 40 (of 40)") {
 		t.Errorf("report:\n%s", s)
 	}
 	t.Log(res)

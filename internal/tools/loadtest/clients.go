@@ -23,6 +23,7 @@ import (
 type clientPlan struct {
 	binary                      string
 	devices, procs, connectRate int
+	commands                    int    // each client reports once every device of its has had that many (default 1)
 	reader                      string // -reader of the clients (empty: their default)
 	// profileDir, when set, receives client-N.cpu.pprof of client process N
 	// (tvsm simulate -cpu-profile).
@@ -34,8 +35,8 @@ type clientPlan struct {
 }
 
 // clients are the `tvsm simulate` processes. Each reports its figures (a
-// line of JSON on its standard output) once every device of its has one
-// message, and holds its connections until stopped.
+// line of JSON on its standard output) once every device of its has had
+// its messages, and holds its connections until stopped.
 type clients struct {
 	cmds    []*exec.Cmd
 	results chan clientReport
@@ -65,7 +66,7 @@ func startClients(ctx context.Context, p clientPlan) (*clients, error) {
 		}
 		args := append([]string{"simulate", "--devices", strconv.Itoa(n), "--first", strconv.Itoa(first),
 			"--source-ip", fmt.Sprintf("127.0.0.%d", 2+i), "--view-every", "0", "--connect-rate", strconv.Itoa(rate),
-			"--stop-after-commands", "1", "--hold", "--json", "--progress", "0"}, p.args(i)...)
+			"--stop-after-commands", strconv.Itoa(max(p.commands, 1)), "--hold", "--json", "--progress", "0"}, p.args(i)...)
 		if p.reader != "" {
 			args = append(args, "--reader", p.reader)
 		}
