@@ -40,7 +40,7 @@ func (h *Hub) Upgrade(w http.ResponseWriter, r *http.Request, id Identity) error
 			h.addrs.Release(key)
 		}
 	}
-	ws, err := h.upgrader.Upgrade(w, r, nil)
+	ws, err := h.upgrader.Upgrade(deadlineHijacker{w}, r, nil)
 	if err != nil {
 		release()
 		return fmt.Errorf("wsgateway: upgrade device %d: %w", deviceID, err)
