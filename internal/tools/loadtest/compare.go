@@ -66,6 +66,9 @@ func Compare(ctx context.Context, o CompareOptions) (Comparison, error) {
 	if err != nil {
 		return Comparison{}, err
 	}
+	if o.Interval <= 0 {
+		o.Interval = defaultInterval
+	}
 	cmp := Comparison{Devices: o.Devices, Procs: o.Procs, Messages: max(o.Messages, 1), Interval: o.Interval,
 		CentrifugoVersion: version, LoadBefore: loadAverage()}
 	for pair := 1; pair <= o.Pairs; pair++ {
