@@ -266,7 +266,7 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 		o.Messages = 1
 	}
 	if o.Interval <= 0 {
-		o.Interval = defaultInterval
+		o.Interval = 500 * time.Millisecond
 	}
 	if o.ProfileSeconds <= 0 {
 		span := time.Duration(o.Messages-1)*o.Interval + 2*time.Second
@@ -413,9 +413,6 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	}
 	return res, nil
 }
-
-// defaultInterval is BroadcastOptions.Interval's default.
-const defaultInterval = 500 * time.Millisecond
 
 // sendMessages sends o.Messages messages, o.Interval apart (each send
 // starting on time, however long the one before took), and returns when

@@ -66,9 +66,6 @@ func Compare(ctx context.Context, o CompareOptions) (Comparison, error) {
 	if err != nil {
 		return Comparison{}, err
 	}
-	if o.Interval <= 0 {
-		o.Interval = defaultInterval
-	}
 	cmp := Comparison{Devices: o.Devices, Procs: o.Procs, Messages: max(o.Messages, 1), Interval: o.Interval,
 		CentrifugoVersion: version, LoadBefore: loadAverage()}
 	for pair := 1; pair <= o.Pairs; pair++ {
@@ -87,6 +84,7 @@ func Compare(ctx context.Context, o CompareOptions) (Comparison, error) {
 			return cmp, fmt.Errorf("pair %d, tvsm: %w", pair, err)
 		}
 		fmt.Fprintf(o.Log, "pair %d/%d: tvsm: %s\n", pair, o.Pairs, runLine(t))
+		cmp.Messages, cmp.Interval = t.Messages, t.Interval // as the run took them, defaults filled in
 		fmt.Fprintf(o.Log, "pair %d/%d: Centrifugo\n", pair, o.Pairs)
 		run.Centrifugo = o.Centrifugo
 		c, err := Broadcast(ctx, run)
