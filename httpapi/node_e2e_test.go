@@ -70,7 +70,9 @@ func TestNodeEndToEnd(t *testing.T) {
 	// The node's metrics count the connection and the delivery.
 	status, body = r.env.Super(t, http.MethodGet, "/metrics", nil)
 	for _, want := range []string{"\ntvsm_ws_connections 1\n", "\ntvsm_dispatch_deliveries_total 1\n",
-		"\ntvsm_dispatch_acks_total 1\n", "\ntvsm_dispatch_confirms_total 1\n", "\ntvsm_dispatch_claim_failures_total 0\n",
+		"\ntvsm_dispatch_acks_total 1\n",
+		// The send's own append carried the node's claim: no claim on its own.
+		"\ntvsm_dispatch_send_claims_total 1\n", "\ntvsm_dispatch_claims_total 0\n", "\ntvsm_dispatch_confirms_total 1\n", "\ntvsm_dispatch_claim_failures_total 0\n",
 		"\n# TYPE tvsm_dispatch_acks_total counter\n", "\n# TYPE tvsm_ws_connections gauge\n"} {
 		if status != http.StatusOK || !strings.Contains(string(body), want) {
 			t.Errorf("/metrics (%d) lacks %q:\n%s", status, want, body)

@@ -22,7 +22,10 @@ type Conn struct {
 	id          Identity
 	seq         uint64 // unique within the hub
 	connectedAt time.Time
-	peerCode    atomic.Int32 // close code the device sent, if any
+	// slot is the connection's place in its provider's list of the hub
+	// (byProvider), -1 outside it; guarded by that list's lock.
+	slot     int
+	peerCode atomic.Int32 // close code the device sent, if any
 	// release gives back the connection's place among its address's
 	// (Options.MaxPerAddress) once its socket is closed.
 	release func()
@@ -55,6 +58,7 @@ func newConn(h *Hub, ws *websocket.Conn, id Identity) *Conn {
 		id:          id,
 		seq:         h.seq.Add(1),
 		connectedAt: h.opts.Clock(),
+		slot:        -1,
 		done:        make(chan struct{}),
 		readerDone:  make(chan struct{}),
 	}

@@ -1,7 +1,10 @@
 // Package wsgateway is the websocket transport between tvsm and connected
 // devices (set-top boxes, TVs, phones).
 //
-// A Hub is a sharded registry of device connections. Each Conn has a reader
+// A Hub is a sharded registry of device connections, by device, which also
+// lists them by provider in one slice per provider (RangeProvider,
+// RangeRegistered): a delivery round over a provider's thousands of devices
+// reads contiguous memory instead of visiting every connection. Each Conn has a reader
 // goroutine for its whole life, which parses device messages and hands them
 // to Options.OnMessage, and a writer goroutine only while there is something
 // to write: messages, or a ping a runtime timer made due (gorilla allows one

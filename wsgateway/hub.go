@@ -32,6 +32,8 @@ type Hub struct {
 	seq      atomic.Uint64  // last Conn.Seq handed out
 	stats    counters
 	addrs    *connlimit.Counter // websockets per client address
+	// providers lists the registered connections by provider.
+	providers byProvider
 	// sweep is the timer of the next sweepWrites, armed while the hub has
 	// connections and is not shutting down.
 	sweep struct {
@@ -83,6 +85,7 @@ func (h *Hub) add(c *Conn) bool {
 	h.pumps.Add(1)
 	old := s.conns[c.deviceID]
 	s.conns[c.deviceID] = c
+	h.providers.replace(old, c)
 	s.mu.Unlock()
 	h.armSweep()
 	h.stats.accepted.Add(1)
@@ -99,6 +102,7 @@ func (h *Hub) Unregister(c *Conn) {
 	s.mu.Lock()
 	if s.conns[c.deviceID] == c {
 		delete(s.conns, c.deviceID)
+		h.providers.remove(c)
 	}
 	s.mu.Unlock()
 }

@@ -57,6 +57,8 @@ func (d *Dispatcher) deliver(ctx context.Context, s *sendState, want map[int][]i
 // won, per index; recorded says the caller is to note them as claimed in
 // the state (state.claim), which reading the stream forward did otherwise.
 func (d *Dispatcher) claim(ctx context.Context, s *sendState, want map[int][]int64) (won map[int][]int64, recorded bool, err error) {
+	d.storeWaits.Add(1)
+	defer d.storeWaits.Add(-1)
 	lost, unseen := 0, 0
 	for {
 		want = d.stillDue(s, want)
@@ -145,16 +147,7 @@ func (d *Dispatcher) stillDue(s *sendState, want map[int][]int64) map[int][]int6
 // expected revision and the content: repeating the same append is a no-op,
 // while a different claim, or another node's, never shares an id.
 func (d *Dispatcher) claimEvents(s *sendState, want map[int][]int64) (record.Batch, error) {
-	var events []domain.Event
-	for _, idx := range slices.Sorted(maps.Keys(want)) {
-		late := s.items[idx].late()
-		if len(want[idx]) == 0 { // a round that reached no device, recorded
-			events = append(events, domain.CommandsSent{SendID: s.id, Index: idx, Devices: []int64{}, Node: d.opts.Node, Late: late})
-		}
-		for chunk := range slices.Chunk(want[idx], d.opts.ClaimChunk) {
-			events = append(events, domain.CommandsSent{SendID: s.id, Index: idx, Devices: chunk, Node: d.opts.Node, Late: late})
-		}
-	}
+	events := d.claims(s, want)
 	b, err := d.recorder().Encode(events, d.systemMeta(), record.IDs{}) // named from their encoding below
 	if err != nil {
 		return record.Batch{}, err
@@ -166,6 +159,21 @@ func (d *Dispatcher) claimEvents(s *sendState, want map[int][]int64) (record.Bat
 	b.Name(record.Derived("claim|" + d.opts.Node + "|" + d.instance + "|" + s.stream + "|" +
 		strconv.FormatUint(s.rev, 10) + "|" + hex.EncodeToString(h.Sum(nil)[:16])))
 	return b, nil
+}
+
+// claims are the CommandsSent events of want, in index order.
+func (d *Dispatcher) claims(s *sendState, want map[int][]int64) []domain.Event {
+	var events []domain.Event
+	for _, idx := range slices.Sorted(maps.Keys(want)) {
+		late := s.items[idx].late()
+		if len(want[idx]) == 0 { // a round that reached no device, recorded
+			events = append(events, domain.CommandsSent{SendID: s.id, Index: idx, Devices: []int64{}, Node: d.opts.Node, Late: late})
+		}
+		for chunk := range slices.Chunk(want[idx], d.opts.ClaimChunk) {
+			events = append(events, domain.CommandsSent{SendID: s.id, Index: idx, Devices: chunk, Node: d.opts.Node, Late: late})
+		}
+	}
+	return events
 }
 
 // write queues the commands to the devices won, in index order, and closes
@@ -201,6 +209,8 @@ func (d *Dispatcher) write(send int64, items map[int]*item, won map[int][]int64)
 // passed), and forgets them. Each expiry has one fixed event id, so nodes
 // racing to expire the same command store it once.
 func (d *Dispatcher) expire(ctx context.Context, s *sendState, items []*item, reason string) {
+	d.storeWaits.Add(1)
+	defer d.storeWaits.Add(-1)
 	for attempt := 0; attempt <= d.opts.ClaimRetries; attempt++ {
 		var events []domain.Event
 		var idx []int

@@ -46,6 +46,12 @@ type Dispatcher struct {
 	// Owned by the loop goroutine (by New and Close while no loop runs).
 	state    *state
 	caughtUp atomic.Bool // set by the loop only
+	// sendClaims are this node's claims made for sends' own appends, by
+	// send, until the log shows them (see ClaimWithSend).
+	sendClaims map[int64]*sendClaim
+	// storeWaits counts the loop's claims and expiries under way: calls
+	// that wait on the store.
+	storeWaits atomic.Int32
 	// liveSince is when this process caught up: commands due before it
 	// were due while this node did not run.
 	liveSince time.Time
@@ -82,7 +88,7 @@ func New(opts Options) (*Dispatcher, error) {
 	d := &Dispatcher{
 		opts: o, log: o.Logger.With("component", "dispatch", "node", o.Node), clock: o.Clock,
 		store: o.Store, reg: o.Registry, timers: schedule.NewTimers(o.Clock),
-		instance: randomHex(8), state: newState(), inbox: make(chan loopMsg),
+		instance: randomHex(8), state: newState(), sendClaims: make(map[int64]*sendClaim), inbox: make(chan loopMsg),
 		snapPath: filepath.Join(o.DataDir, snapshotFile),
 	}
 	d.pending.wake, d.pending.live = make(chan struct{}, 1), &d.caughtUp
@@ -353,6 +359,7 @@ type counters struct {
 	liveSends, liveCommands                   atomic.Int64
 	deliveries, misses                        atomic.Uint64
 	claims, conflicts, claimFailures          atomic.Uint64
+	sendClaims                                atomic.Uint64
 	expired, expiryFailures                   atomic.Uint64
 	acks, confirms                            atomic.Uint64
 	receiptsRejected, receiptsDropped         atomic.Uint64
@@ -371,6 +378,9 @@ type Stats struct {
 	Deliveries   uint64 // command messages queued to a connection
 	Misses       uint64 // claimed deliveries whose connection was gone
 	Claims       uint64 // CommandsSent appends
+	// SendClaims counts claims made in the append of a send taken on this
+	// node (ClaimWithSend).
+	SendClaims uint64
 	// ClaimConflicts counts claim appends that lost to another append
 	// (another node's claim, an expiry); ClaimFailures rounds given up.
 	ClaimConflicts, ClaimFailures uint64
@@ -392,7 +402,7 @@ func (d *Dispatcher) Stats() Stats {
 	return Stats{
 		Connections: d.hub.Count(), LiveSends: c.liveSends.Load(), LiveCommands: c.liveCommands.Load(),
 		CaughtUp: d.CaughtUp(), Deliveries: c.deliveries.Load(), Misses: c.misses.Load(),
-		Claims: c.claims.Load(), ClaimConflicts: c.conflicts.Load(), ClaimFailures: c.claimFailures.Load(),
+		Claims: c.claims.Load(), SendClaims: c.sendClaims.Load(), ClaimConflicts: c.conflicts.Load(), ClaimFailures: c.claimFailures.Load(),
 		Expired: c.expired.Load(), ExpiryFailures: c.expiryFailures.Load(),
 		Acks: c.acks.Load(), Confirms: c.confirms.Load(),
 		ReceiptsRejected: c.receiptsRejected.Load(), ReceiptsDropped: c.receiptsDropped.Load(),

@@ -35,6 +35,8 @@ type env struct {
 	clock *testutil.Clock
 	sends atomic.Int64
 	nodes []*node
+	// tune, when set, changes the options of the nodes started after.
+	tune func(*dispatch.Options)
 }
 
 // newEnv is an env on the in-memory store: the tests check what the
@@ -91,9 +93,13 @@ func (e *env) startNode(t testing.TB, name, dir string, hub wsgateway.Options) *
 	n := &node{name: name, dir: dir, runErr: make(chan error, 1)}
 	// Hooks given in the hub options run after the dispatcher's own.
 	hub.OnOpen = func(c *wsgateway.Conn) { n.opened.Store(c.Seq(), true) }
-	d, err := dispatch.New(dispatch.Options{
+	opts := dispatch.Options{
 		Store: e.store, Registry: e.reg, Hub: hub, Clock: e.clock, Node: name, Logger: quiet(), DataDir: dir,
-	})
+	}
+	if e.tune != nil {
+		e.tune(&opts)
+	}
+	d, err := dispatch.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,16 +22,25 @@ type loopMsg struct {
 	caughtUp bool
 	settled  chan struct{}     // closed once pending work is done
 	snapshot chan snapshotData // receives the encoded state
+	claim    *claimRequest     // a send's claim for its own append
 }
 
 // pending is work handed to the loop by other goroutines: connections the
-// hub opened and sends whose timers fired. It never blocks them.
+// hub opened, sends whose timers fired and sends appended with this node's
+// claim. It never blocks them.
 type pending struct {
-	mu    sync.Mutex
-	conns []*wsgateway.Conn
-	sends map[int64]struct{}
-	wake  chan struct{} // capacity 1
-	live  *atomic.Bool  // the dispatcher has caught up
+	mu       sync.Mutex
+	conns    []*wsgateway.Conn
+	sends    map[int64]struct{}
+	appended []appendedSend
+	wake     chan struct{} // capacity 1
+	live     *atomic.Bool  // the dispatcher has caught up
+}
+
+// appendedSend is a send appended with this node's claim (SendAppended).
+type appendedSend struct {
+	send int64
+	rev  uint64
 }
 
 func (p *pending) opened(c *wsgateway.Conn) {
@@ -54,6 +63,13 @@ func (p *pending) due(send int64) {
 	p.signal()
 }
 
+func (p *pending) sendAppended(send int64, rev uint64) {
+	p.mu.Lock()
+	p.appended = append(p.appended, appendedSend{send, rev})
+	p.mu.Unlock()
+	p.signal()
+}
+
 func (p *pending) signal() {
 	select {
 	case p.wake <- struct{}{}:
@@ -62,13 +78,13 @@ func (p *pending) signal() {
 }
 
 // take empties the pending work.
-func (p *pending) take() ([]*wsgateway.Conn, []int64) {
+func (p *pending) take() ([]*wsgateway.Conn, []int64, []appendedSend) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	conns := p.conns
+	conns, appended := p.conns, p.appended
 	sends := slices.Sorted(maps.Keys(p.sends))
-	p.conns, p.sends = nil, nil
-	return conns, sends
+	p.conns, p.sends, p.appended = nil, nil, nil
+	return conns, sends, appended
 }
 
 // loop owns the state until ctx ends.
@@ -104,6 +120,8 @@ func release(m loopMsg, p *supervise.Panic) {
 		close(m.settled)
 	case m.snapshot != nil:
 		close(m.snapshot)
+	case m.claim != nil:
+		m.claim.reply <- nil
 	}
 }
 
@@ -130,27 +148,43 @@ func (d *Dispatcher) handle(ctx context.Context, m loopMsg) {
 		close(m.settled)
 	case m.snapshot != nil:
 		m.snapshot <- d.encodeSnapshot()
+	case m.claim != nil:
+		m.claim.reply <- d.claimForSend(m.claim)
 	}
 }
 
 // applyBatch applies decoded log events to the state and, once caught up,
-// starts the sends that became live.
+// starts the sends that became live. A send whose append carries this
+// node's claim (ClaimWithSend) is started by that claim instead: when the
+// log shows it, or on SendAppended, whichever comes first.
 func (d *Dispatcher) applyBatch(ctx context.Context, events iter.Seq[*projections.Event]) {
 	now := d.clock.Now()
 	var created []int64
+	var shown []*sendClaim
 	for ev := range events {
+		if ev.StreamRef.Kind == domain.StreamCommand && d.passOver(ev.StreamRef.ID, ev.Revision) {
+			continue
+		}
 		a := d.state.apply(ev, now, d.opts.Grace)
 		if a.err != nil {
 			d.stats.decodeErrors.Add(1)
 			d.log.Warn("skipping undecodable command event", "stream", ev.Stream,
 				"revision", ev.Revision, "type", ev.Type, "error", a.err)
 		}
-		if a.created != nil {
+		if a.created != nil && d.sendClaims[a.created.id] == nil {
 			created = append(created, a.created.id)
 		}
 		if a.claim != nil && a.claim.node != d.opts.Node {
 			d.receipts.acceptFrom(a.claim, ev.Created)
 		}
+		if a.claim != nil && a.claim.node == d.opts.Node {
+			if c := d.sendClaims[a.claim.send]; c != nil && !c.written && !slices.Contains(shown, c) {
+				shown = append(shown, c)
+			}
+		}
+	}
+	for _, c := range shown {
+		d.claimShown(ctx, c)
 	}
 	if d.caughtUp.Load() {
 		for _, id := range created {
@@ -159,16 +193,21 @@ func (d *Dispatcher) applyBatch(ctx context.Context, events iter.Seq[*projection
 	}
 }
 
-// drainPending handles due timers and opened connections.
+// drainPending handles sends appended with this node's claim, due timers
+// and opened connections.
 func (d *Dispatcher) drainPending(ctx context.Context) {
-	conns, sends := d.pending.take()
+	conns, sends, appended := d.pending.take()
 	if !d.caughtUp.Load() {
 		return // catching up evaluates every send against every connection
+	}
+	for _, a := range appended {
+		d.sendAppended(ctx, a.send, a.rev)
 	}
 	for _, id := range sends {
 		d.evaluate(ctx, id)
 	}
 	if len(conns) > 0 {
+		d.keepOpened(conns)
 		d.deliverToOpened(ctx, conns)
 	}
 }
@@ -270,27 +309,53 @@ func (d *Dispatcher) noTTLStep(it *item, now time.Time) string {
 // Commands without ttl are done afterwards, and their round is recorded
 // even when it reached no device; a failed round is retried.
 func (d *Dispatcher) startRound(ctx context.Context, s *sendState, items []*item) {
-	conns := d.targetConns(s)
+	if err := d.deliver(ctx, s, roundWant(items, d.targetConns(s))); err != nil {
+		d.retryLater(s.id)
+		return
+	}
+	d.roundDone(s, items)
+}
+
+// roundWant is what the send-time round of items claims (command index →
+// devices): the target connections conns not claimed yet, for a command
+// without ttl only those connected by its send time; a command without ttl
+// whose round is not recorded yet is marked to record itself, with no
+// device if need be.
+func roundWant(items []*item, conns iter.Seq[wsgateway.Registered]) map[int][]int64 {
 	want := make(map[int][]int64)
 	for _, it := range items {
 		if !it.hasTTL() && !it.ran {
 			it.marker = true
 			want[it.index] = []int64{}
 		}
-		for _, c := range conns {
-			if _, done := it.claimed[c.DeviceID()]; done {
+	}
+	for c := range conns {
+		for _, it := range items {
+			if it.isClaimed(c.Device) {
 				continue
 			}
-			if !it.hasTTL() && c.ConnectedAt().After(it.start) {
+			if !it.hasTTL() && c.ConnectedAt.After(it.start) {
 				continue
 			}
-			want[it.index] = append(want[it.index], c.DeviceID())
+			want[it.index] = append(want[it.index], c.Device)
 		}
 	}
-	if err := d.deliver(ctx, s, want); err != nil {
-		d.retryLater(s.id)
-		return
+	return want
+}
+
+// isClaimed reports whether device is claimed for it (most often none is,
+// and the lookup is left out).
+func (it *item) isClaimed(device int64) bool {
+	if len(it.claimed) == 0 {
+		return false
 	}
+	_, done := it.claimed[device]
+	return done
+}
+
+// roundDone notes that the send-time round of items has run: a command
+// without ttl is done, one with a ttl goes on to devices that connect.
+func (d *Dispatcher) roundDone(s *sendState, items []*item) {
 	for _, it := range items {
 		it.started = true
 		if !it.hasTTL() {
@@ -314,9 +379,9 @@ func (d *Dispatcher) lateRound(ctx context.Context, s *sendState, items []*item)
 			"send_time", it.start, "until", until)
 		it.lateUntil, it.marker = until, true
 		want[it.index] = []int64{}
-		for _, c := range conns {
-			if _, done := it.claimed[c.DeviceID()]; !done {
-				want[it.index] = append(want[it.index], c.DeviceID())
+		for c := range conns {
+			if _, done := it.claimed[c.Device]; !done {
+				want[it.index] = append(want[it.index], c.Device)
 			}
 		}
 	}
@@ -334,24 +399,42 @@ func (d *Dispatcher) lateRound(ctx context.Context, s *sendState, items []*item)
 	}
 }
 
-// targetConns returns the connections of the send's target devices.
-func (d *Dispatcher) targetConns(s *sendState) []*wsgateway.Conn {
-	var conns []*wsgateway.Conn
-	if s.recipients == domain.RecipientDevices {
-		for _, id := range s.ids {
-			if c, ok := d.hub.Lookup(id); ok {
-				conns = append(conns, c)
+// targetConns yields the connections of the send's target devices: from
+// the hub's lists by provider (contiguous, cheap to read for a round over
+// many devices, under the lists' read lock: the loop body must not call
+// the hub), or by device.
+func (d *Dispatcher) targetConns(s *sendState) iter.Seq[wsgateway.Registered] {
+	return func(yield func(wsgateway.Registered) bool) {
+		switch s.recipients {
+		case domain.RecipientDevices:
+			for _, id := range s.ids {
+				if c, ok := d.hub.Lookup(id); ok {
+					id := c.Identity()
+					if !yield(wsgateway.Registered{Device: id.Device, Account: id.Account, ConnectedAt: c.ConnectedAt()}) {
+						return
+					}
+				}
 			}
+		case domain.RecipientProviders:
+			for _, p := range s.ids {
+				more := true
+				d.hub.RangeProvider(p, func(r wsgateway.Registered) bool {
+					more = yield(r)
+					return more
+				})
+				if !more {
+					return
+				}
+			}
+		case domain.RecipientAccounts:
+			d.hub.RangeRegistered(func(_ int64, r wsgateway.Registered) bool {
+				if _, found := slices.BinarySearch(s.ids, r.Account); found {
+					return yield(r)
+				}
+				return true
+			})
 		}
-		return conns
 	}
-	d.hub.Range(func(c *wsgateway.Conn) bool {
-		if s.targets(c.Identity()) {
-			conns = append(conns, c)
-		}
-		return true
-	})
-	return conns
 }
 
 // deliverToOpened delivers the live ttl commands to newly opened

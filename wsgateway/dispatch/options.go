@@ -21,6 +21,7 @@ const (
 	DefaultSnapshotSpec      = "@every 1m"
 	DefaultClaimRetries      = 8
 	DefaultClaimChunk        = 1000
+	DefaultSendClaimMax      = 20000
 	DefaultRetryDelay        = time.Second
 	DefaultAppendTimeout     = 10 * time.Second
 	DefaultReceiptFlush      = 5 * time.Millisecond
@@ -78,6 +79,11 @@ type Options struct {
 	// ClaimChunk is the most devices one CommandsSent event lists (default
 	// 1000); a round's larger sets become several events of one append.
 	ClaimChunk int
+	// SendClaimMax is the most devices a claim made in a send's own append
+	// lists (default 20,000, about 160 KB of JSON, well below the store's
+	// limit on one append); a larger round is claimed in an append of its
+	// own (see ClaimWithSend).
+	SendClaimMax int
 	// RetryDelay is how long a round or an expiry that failed (store
 	// unavailable, too many conflicts) waits before it is tried again.
 	RetryDelay time.Duration
@@ -141,6 +147,7 @@ func (o Options) withDefaults() (Options, error) {
 	setDefault(&o.LateLimit, DefaultLateLimit)
 	setDefault(&o.ClaimRetries, DefaultClaimRetries)
 	setDefault(&o.ClaimChunk, DefaultClaimChunk)
+	setDefault(&o.SendClaimMax, DefaultSendClaimMax)
 	setDefault(&o.RetryDelay, DefaultRetryDelay)
 	setDefault(&o.AppendTimeout, DefaultAppendTimeout)
 	setDefault(&o.ReceiptFlush, DefaultReceiptFlush)

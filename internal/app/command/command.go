@@ -62,6 +62,24 @@ type Config struct {
 	// Keys destroys a data subject's key: what makes an account's erasure
 	// real. Erasure fails without it.
 	Keys KeyEraser
+	// SendClaims, when set, lets a send carry this node's delivery claim
+	// in its own append (the node's command dispatcher).
+	SendClaims SendClaimer
+}
+
+// SendClaimer is the node's command dispatcher as the send path sees it. A
+// send appended with the claim of the target devices connected to this
+// node reaches them after one durable append instead of two (the send's,
+// then the claim's).
+type SendClaimer interface {
+	// ClaimWithSend returns this node's claim of the commands of issued
+	// due now (CommandsSent events), to be appended with it in one append;
+	// none when there is nothing to claim here, or no claim can be made
+	// at once.
+	ClaimWithSend(ctx context.Context, issued domain.CommandsIssued) []domain.Event
+	// SendAppended reports that the send's append is durable up to
+	// lastRevision of its stream. It never blocks.
+	SendAppended(send int64, lastRevision uint64)
 }
 
 // KeyEraser destroys the key a data subject's (an account's) personal

@@ -49,9 +49,13 @@ func (h *Sends) Send(ctx context.Context, c app.Caller, in SendInput) (int64, er
 	cmd.SendID = id
 	meta := c.Meta()
 	meta.Now = now // the time it was checked at
-	res, err := app.Execute(ctx, w.x, cmd.Stream(), domain.CommandSendDecider(), cmd, meta)
+	claims := w.cfg.SendClaims
+	res, err := app.Execute(ctx, w.x, cmd.Stream(), withClaim(ctx, domain.CommandSendDecider(), claims), cmd, meta)
 	if err != nil {
 		return 0, err
+	}
+	if rev, ok := res.Revision.Exact(); ok && claims != nil {
+		claims.SendAppended(id, rev)
 	}
 	// Answered once the read model shows the send, like any other write:
 	// it lists the send (GET /commands), and an update command in it is in
@@ -60,6 +64,28 @@ func (h *Sends) Send(ctx context.Context, c app.Caller, in SendInput) (int64, er
 		return 0, err
 	}
 	return id, nil
+}
+
+// withClaim makes d's send carry this node's delivery claim in its append
+// (claims may be nil: no claim). A retried append carries the same events;
+// a decision made again asks for the claim again, which replaces the one
+// before.
+func withClaim(ctx context.Context, d domain.Decider[domain.CommandSend, domain.SendCommands], claims SendClaimer) domain.Decider[domain.CommandSend, domain.SendCommands] {
+	if claims == nil {
+		return d
+	}
+	decide := d.Decide
+	d.Decide = func(s domain.CommandSend, c domain.SendCommands, now time.Time) ([]domain.Event, error) {
+		events, err := decide(s, c, now)
+		if err != nil || len(events) != 1 {
+			return events, err
+		}
+		if issued, ok := events[0].(domain.CommandsIssued); ok {
+			events = append(events, claims.ClaimWithSend(ctx, issued)...)
+		}
+		return events, nil
+	}
+	return d
 }
 
 // check validates a send before an id is taken and returns its scope:

@@ -287,13 +287,13 @@ func (n *Node) steps() []step {
 		{"event registry", n.registerEvents},
 		{"read model", n.startReadModel},
 		{"executor", n.buildExecutor},
+		{"command gateway", n.startGateway},
 		{"application", n.buildApplication},
 		{"admin bootstrap", n.bootstrapAdmin},
 		{"statistics", n.startStats},
 		{"billing proxy", n.startBilling},
 		{"rebuilds", n.startRebuilds},
 		{"backups", n.startBackups},
-		{"command gateway", n.startGateway},
 		{"http", n.buildHTTP},
 		{"snapshot schedule", n.scheduleSnapshots},
 		{"retention", n.scheduleRetention},
@@ -403,7 +403,7 @@ func (n *Node) buildApplication(ctx context.Context, opts Options) error {
 		Executor: n.Executor, Model: n.Model, Applied: n.Runner.Progress(), Queries: n.Queries,
 		ReadYourWritesTimeout: opts.ReadYourWritesTimeout, BcryptCost: opts.BcryptCost, Logger: n.log, Clock: opts.Clock,
 		DeviceTokens: tokens, BillingURL: opts.Billing.policy().CheckURL, DefaultDeviceLimit: defaultDeviceLimit(opts.DefaultDeviceLimit),
-		Keys: n.Keys,
+		Keys: n.Keys, SendClaims: n.Dispatcher,
 	})
 	return err
 }

@@ -1,0 +1,107 @@
+package wsgateway
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// listed returns the devices RangeProvider lists for provider, in order.
+func listed(h *Hub, provider int64) []int64 {
+	var ids []int64
+	h.RangeProvider(provider, func(r Registered) bool {
+		ids = append(ids, r.Device)
+		return true
+	})
+	slices.Sort(ids)
+	return ids
+}
+
+// listedAll returns "provider:device" of every connection RangeRegistered
+// lists, in order.
+func listedAll(h *Hub) []string {
+	var out []string
+	h.RangeRegistered(func(p int64, r Registered) bool {
+		out = append(out, strconv.FormatInt(p, 10)+":"+strconv.FormatInt(r.Device, 10))
+		return true
+	})
+	slices.Sort(out)
+	return out
+}
+
+func TestProviderListsFollowConnectionsComingAndGoing(t *testing.T) {
+	h := NewHub(Options{})
+	// The provider of a device comes with its connection (?provider=), as
+	// it comes from a device token.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		id, _ := strconv.ParseInt(q.Get("device"), 10, 64)
+		p, _ := strconv.ParseInt(q.Get("provider"), 10, 64)
+		_ = h.Upgrade(w, r, Identity{Device: id, Account: id * 10, Provider: p})
+	}))
+	t.Cleanup(func() { h.Close(); srv.Close() })
+	base := "ws" + strings.TrimPrefix(srv.URL, "http")
+	dial := func(device, provider int64) *websocket.Conn {
+		t.Helper()
+		old, _ := h.Lookup(device)
+		ws, resp, err := websocket.DefaultDialer.Dial(base+"/?device="+strconv.FormatInt(device, 10)+
+			"&provider="+strconv.FormatInt(provider, 10), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		t.Cleanup(func() { _ = ws.Close() })
+		waitFor(t, 5*time.Second, func() bool { c, ok := h.Lookup(device); return ok && c != old }, "device registered")
+		return ws
+	}
+	hangUp := func(device int64, ws *websocket.Conn) {
+		t.Helper()
+		_ = ws.Close()
+		waitFor(t, 5*time.Second, func() bool { return !h.Connected(device) }, "device gone")
+	}
+
+	conns := map[int64]*websocket.Conn{}
+	for _, d := range []int64{1, 2, 3, 4} {
+		conns[d] = dial(d, 1)
+	}
+	conns[5] = dial(5, 2)
+	if got := listed(h, 1); !slices.Equal(got, []int64{1, 2, 3, 4}) {
+		t.Fatalf("provider 1: %v", got)
+	}
+	// Leaving from the middle of a list moves the last one into its place.
+	hangUp(2, conns[2])
+	if got := listed(h, 1); !slices.Equal(got, []int64{1, 3, 4}) {
+		t.Fatalf("provider 1 after device 2 left: %v", got)
+	}
+	// A device connecting again replaces its connection once, even when the
+	// old one closes after the new one registered.
+	conns[3] = dial(3, 1)
+	waitFor(t, 5*time.Second, func() bool { return h.Count() == 4 }, "the replaced connection gone")
+	if got := listed(h, 1); !slices.Equal(got, []int64{1, 3, 4}) {
+		t.Fatalf("provider 1 after device 3 connected again: %v", got)
+	}
+	// A device now of another provider moves to that provider's list.
+	conns[4] = dial(4, 2)
+	waitFor(t, 5*time.Second, func() bool { return h.Count() == 4 }, "the replaced connection gone")
+	if got, want := listedAll(h), []string{"1:1", "1:3", "2:4", "2:5"}; !slices.Equal(got, want) {
+		t.Fatalf("all: %v, want %v", got, want)
+	}
+	for _, d := range []int64{1, 3} {
+		hangUp(d, conns[d])
+	}
+	if got := listed(h, 1); len(got) != 0 {
+		t.Fatalf("provider 1 with nobody connected: %v", got)
+	}
+	// A range stops when told to.
+	n := 0
+	h.RangeRegistered(func(int64, Registered) bool { n++; return false })
+	if n != 1 {
+		t.Fatalf("RangeRegistered went on after false: %d calls", n)
+	}
+}
