@@ -138,6 +138,9 @@ type BroadcastResult struct {
 	// lost to another node's and the delivery rounds given up (then
 	// retried a second later), over the whole run.
 	ClaimConflicts, ClaimFailures int
+	// SendClaims counts the sends whose append carried the claim of the
+	// node that took them (the rest were claimed in appends of their own).
+	SendClaims int
 }
 
 // NodeMemory is one node's connected devices and memory, as
@@ -223,6 +226,7 @@ func (r BroadcastResult) String() string {
 		r.RSSPerDevice()/1024, r.UsedPerDevice()/1024, r.HeapPerDevice()/1024)
 	s += fmt.Sprintf("\nappends from the wait for quiet to the last delivery: %d, holding %d events", r.Appends, r.EventsAppended)
 	s += fmt.Sprintf("\nthe servers fell quiet %v after the devices connected", r.Quiet.Round(100*time.Millisecond))
+	s += fmt.Sprintf("\nsends whose append carried the receiving node's claim: %d of %d", r.SendClaims, max(r.Messages, 1))
 	s += "\n" + r.CPU.String()
 	if len(r.PerNode) > 1 {
 		s += fmt.Sprintf("\ndelivery claims lost to another node: %d; delivery rounds given up: %d", r.ClaimConflicts, r.ClaimFailures)
@@ -395,12 +399,13 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 		return res, err
 	}
 	for _, n := range c.nodes {
-		m, err := n.metrics(ctx, claimConflictsMetric, claimFailuresMetric)
+		m, err := n.metrics(ctx, claimConflictsMetric, claimFailuresMetric, sendClaimsMetric)
 		if err != nil {
 			return res, err
 		}
 		res.ClaimConflicts += int(m[claimConflictsMetric])
 		res.ClaimFailures += int(m[claimFailuresMetric])
+		res.SendClaims += int(m[sendClaimsMetric])
 	}
 	res.NodeDelivered = make([]time.Duration, o.Nodes)
 	for i, r := range results {
@@ -1032,6 +1037,7 @@ func (c *cluster) appends(ctx context.Context) ([2]int, error) {
 const (
 	claimConflictsMetric = "tvsm_dispatch_claim_conflicts_total"
 	claimFailuresMetric  = "tvsm_dispatch_claim_failures_total"
+	sendClaimsMetric     = "tvsm_dispatch_send_claims_total"
 )
 
 // sendMessage sends one user_message to every device of the provider.

@@ -49,6 +49,11 @@ func TestBroadcastSmall(t *testing.T) {
 			res.CPU.Nodes <= 0 || res.CPU.Clients <= 0 || res.Appends <= 0 || res.EventsAppended < res.Appends {
 			t.Fatalf("implausible figures: %+v", res)
 		}
+		// Each send goes to the first node, whose devices it reaches after
+		// one append: the send's, carrying that node's claim.
+		if res.SendClaims != messages {
+			t.Errorf("%d sends carried their node's claim, want all %d\n%s", res.SendClaims, messages, res)
+		}
 		if onDouble := o.Nodes > 1 || o.Backend == BackendESDB; onDouble != (res.CPU.Double > 0) {
 			t.Errorf("double's CPU %v, want some only on the double", res.CPU.Double)
 		}
