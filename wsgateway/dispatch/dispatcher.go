@@ -379,7 +379,7 @@ type Stats struct {
 	Misses       uint64 // claimed deliveries whose connection was gone
 	Claims       uint64 // CommandsSent appends
 	// SendClaims counts claims made in the append of a send taken on this
-	// node (ClaimWithSend).
+	// node (ClaimWithSend) that the node wrote to their devices.
 	SendClaims uint64
 	// ClaimConflicts counts claim appends that lost to another append
 	// (another node's claim, an expiry); ClaimFailures rounds given up.

@@ -98,10 +98,6 @@ func (d *Dispatcher) claimForSend(req *claimRequest) []domain.Event {
 	// A new send has no claims to leave out (what stillDue does for a round
 	// of a known one): its lists are only put in order.
 	want := roundWant(due, d.targetConns(s))
-	for idx, list := range want {
-		slices.Sort(list)
-		want[idx] = slices.Compact(list)
-	}
 	devices := 0
 	for _, list := range want {
 		devices += len(list)
@@ -109,9 +105,12 @@ func (d *Dispatcher) claimForSend(req *claimRequest) []domain.Event {
 	if devices == 0 || devices > d.opts.SendClaimMax {
 		return nil
 	}
+	for idx, list := range want {
+		slices.Sort(list)
+		want[idx] = slices.Compact(list)
+	}
 	d.pruneSendClaims(now)
 	d.sendClaims[e.SendID] = &sendClaim{send: s, items: due, want: want, at: now}
-	d.stats.sendClaims.Add(1)
 	return d.claims(s, want)
 }
 
@@ -170,6 +169,7 @@ func (d *Dispatcher) writeClaimed(ctx context.Context, s *sendState, c *sendClai
 		}
 	}
 	d.write(s.id, items, won)
+	d.stats.sendClaims.Add(1)
 	for idx, devices := range won {
 		d.state.claim(s, idx, devices, false)
 	}
