@@ -128,14 +128,14 @@ func (d *Dispatcher) stillDue(s *sendState, want map[int][]int64) map[int][]int6
 		if it == nil || (it.hasTTL() && !now.Before(it.ttl)) || (it.late() && !now.Before(it.lateUntil)) {
 			continue
 		}
-		keep := []int64{}
+		keep := make([]int64, 0, len(devices))
 		for _, dev := range devices {
 			if _, done := it.claimed[dev]; !done {
 				keep = append(keep, dev)
 			}
 		}
 		if len(keep) > 0 || (it.marker && (it.late() || !it.ran)) {
-			slices.Sort(keep)
+			sortDevices(keep)
 			out[idx] = slices.Compact(keep)
 		}
 	}

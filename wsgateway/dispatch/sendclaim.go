@@ -106,7 +106,7 @@ func (d *Dispatcher) claimForSend(req *claimRequest) []domain.Event {
 		return nil
 	}
 	for idx, list := range want {
-		slices.Sort(list)
+		sortDevices(list)
 		want[idx] = slices.Compact(list)
 	}
 	d.pruneSendClaims(now)
