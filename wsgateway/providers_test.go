@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,5 +104,80 @@ func TestProviderListsFollowConnectionsComingAndGoing(t *testing.T) {
 	h.RangeRegistered(func(int64, Registered) bool { n++; return false })
 	if n != 1 {
 		t.Fatalf("RangeRegistered went on after false: %d calls", n)
+	}
+}
+
+// Devices connecting, reconnecting (to another provider, too) and leaving
+// at once, from several goroutines: once every connection has ended or
+// settled, the lists by provider hold exactly the registered connections,
+// each under its provider.
+func TestProviderListsAgreeWithTheRegistryUnderChurn(t *testing.T) {
+	h := NewHub(Options{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		id, _ := strconv.ParseInt(q.Get("device"), 10, 64)
+		p, _ := strconv.ParseInt(q.Get("provider"), 10, 64)
+		_ = h.Upgrade(w, r, Identity{Device: id, Account: id, Provider: p})
+	}))
+	t.Cleanup(func() { h.Close(); srv.Close() })
+	base := "ws" + strings.TrimPrefix(srv.URL, "http")
+
+	const workers, steps, devices = 6, 40, 12 // devices shared by the workers
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var open []*websocket.Conn
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range steps {
+				device, provider := int64((w*7+i*5)%devices+1), int64((w+i)%3+1)
+				ws, resp, err := websocket.DefaultDialer.Dial(base+"/?device="+strconv.FormatInt(device, 10)+
+					"&provider="+strconv.FormatInt(provider, 10), nil)
+				if err != nil {
+					t.Errorf("dial: %v", err)
+					return
+				}
+				_ = resp.Body.Close()
+				if i%3 == 0 {
+					_ = ws.Close() // leaves at once
+					continue
+				}
+				mu.Lock()
+				open = append(open, ws)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, ws := range open {
+			_ = ws.Close()
+		}
+	})
+	// Settled: no connection is still being replaced or closed, so the
+	// registry holds one connection per device still connected.
+	agree := func() bool {
+		seen := map[int64]int64{}
+		entries := 0
+		h.RangeRegistered(func(p int64, r Registered) bool {
+			seen[r.Device] = p
+			entries++
+			return true
+		})
+		if entries != len(seen) || entries != h.Count() {
+			return false
+		}
+		for d, p := range seen {
+			c, ok := h.Lookup(d)
+			if !ok || c.Identity().Provider != p {
+				return false
+			}
+		}
+		return true
+	}
+	waitFor(t, 5*time.Second, agree, "the lists by provider to agree with the registry")
+	if h.Count() == 0 {
+		t.Fatal("no device stayed connected: the test checked nothing")
 	}
 }
