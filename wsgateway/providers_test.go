@@ -36,10 +36,12 @@ func listedAll(h *Hub) []string {
 	return out
 }
 
-func TestProviderListsFollowConnectionsComingAndGoing(t *testing.T) {
+// providerHub is a hub behind a server on which a device connects to
+// base+"/?device=D&provider=P": the provider comes with the connection, as
+// it comes from a device token (the account is the device's id times 10).
+func providerHub(t *testing.T) (*Hub, string) {
+	t.Helper()
 	h := NewHub(Options{})
-	// The provider of a device comes with its connection (?provider=), as
-	// it comes from a device token.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		id, _ := strconv.ParseInt(q.Get("device"), 10, 64)
@@ -47,7 +49,11 @@ func TestProviderListsFollowConnectionsComingAndGoing(t *testing.T) {
 		_ = h.Upgrade(w, r, Identity{Device: id, Account: id * 10, Provider: p})
 	}))
 	t.Cleanup(func() { h.Close(); srv.Close() })
-	base := "ws" + strings.TrimPrefix(srv.URL, "http")
+	return h, "ws" + strings.TrimPrefix(srv.URL, "http")
+}
+
+func TestProviderListsFollowConnectionsComingAndGoing(t *testing.T) {
+	h, base := providerHub(t)
 	dial := func(device, provider int64) *websocket.Conn {
 		t.Helper()
 		old, _ := h.Lookup(device)
@@ -112,15 +118,7 @@ func TestProviderListsFollowConnectionsComingAndGoing(t *testing.T) {
 // settled, the lists by provider hold exactly the registered connections,
 // each under its provider.
 func TestProviderListsAgreeWithTheRegistryUnderChurn(t *testing.T) {
-	h := NewHub(Options{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		id, _ := strconv.ParseInt(q.Get("device"), 10, 64)
-		p, _ := strconv.ParseInt(q.Get("provider"), 10, 64)
-		_ = h.Upgrade(w, r, Identity{Device: id, Account: id, Provider: p})
-	}))
-	t.Cleanup(func() { h.Close(); srv.Close() })
-	base := "ws" + strings.TrimPrefix(srv.URL, "http")
+	h, base := providerHub(t)
 
 	const workers, steps, devices = 6, 40, 12 // devices shared by the workers
 	var wg sync.WaitGroup
