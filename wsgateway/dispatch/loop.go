@@ -322,22 +322,28 @@ func (d *Dispatcher) startRound(ctx context.Context, s *sendState, items []*item
 // whose round is not recorded yet is marked to record itself, with no
 // device if need be.
 func roundWant(items []*item, conns iter.Seq[wsgateway.Registered]) map[int][]int64 {
-	want := make(map[int][]int64)
-	for _, it := range items {
-		if !it.hasTTL() && !it.ran {
-			it.marker = true
-			want[it.index] = []int64{}
-		}
-	}
+	lists := make([][]int64, len(items)) // by position in items, into want at the end
 	for c := range conns {
-		for _, it := range items {
+		for i, it := range items {
 			if it.isClaimed(c.Device) {
 				continue
 			}
 			if !it.hasTTL() && c.ConnectedAt.After(it.start) {
 				continue
 			}
-			want[it.index] = append(want[it.index], c.Device)
+			lists[i] = append(lists[i], c.Device)
+		}
+	}
+	want := make(map[int][]int64, len(items))
+	for i, it := range items {
+		switch {
+		case len(lists[i]) > 0:
+			want[it.index] = lists[i]
+		case !it.hasTTL() && !it.ran:
+			want[it.index] = []int64{}
+		}
+		if !it.hasTTL() && !it.ran {
+			it.marker = true
 		}
 	}
 	return want
