@@ -102,7 +102,11 @@ type BroadcastResult struct {
 	// FirstDelivery and AllDelivered are when the first and the last
 	// device had the (last) message, after its send request started.
 	FirstDelivery, AllDelivered time.Duration
-	MessagesPerSecond           float64 // the last message's devices over AllDelivered
+	// FirstDeliveries is when the first device had each message, after
+	// that message's send started: one figure per message, where
+	// FirstDelivery is the last message's alone.
+	FirstDeliveries   []time.Duration
+	MessagesPerSecond float64 // the last message's devices over AllDelivered
 	// Server memory, read from its /metrics with the devices known but
 	// none connected and again with every device connected and idle
 	// (their second connection), each time after a garbage collection: the
@@ -191,6 +195,25 @@ func (r BroadcastResult) HeapPerDevice() float64 {
 	return (r.HeapAfter - r.HeapBefore) / float64(max(r.Connected, 1))
 }
 
+// FirstDeliveryMedian is the median of FirstDeliveries: the time to the
+// first device over all the messages of the run.
+func (r BroadcastResult) FirstDeliveryMedian() time.Duration {
+	if len(r.FirstDeliveries) == 0 {
+		return r.FirstDelivery
+	}
+	s := spreadOf(durations(r.FirstDeliveries))
+	return time.Duration(s.median * float64(time.Millisecond))
+}
+
+// durations returns ds in milliseconds.
+func durations(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = millis(d)
+	}
+	return out
+}
+
 // ServerCPUPerMessage is the processor time of the nodes (with the
 // double's) per delivered message.
 func (r BroadcastResult) ServerCPUPerMessage() time.Duration {
@@ -224,6 +247,10 @@ func (r BroadcastResult) String() string {
 		what, r.FirstDelivery.Round(time.Microsecond), r.Reached, r.AllDelivered.Round(time.Microsecond), r.MessagesPerSecond,
 		micros(r.ServerCPUPerMessage()), micros(r.NodeCPUPerMessage()), micros(r.ClientCPUPerMessage()),
 		r.RSSPerDevice()/1024, r.UsedPerDevice()/1024, r.HeapPerDevice()/1024)
+	if len(r.FirstDeliveries) > 1 {
+		f := spreadOf(durations(r.FirstDeliveries))
+		s += fmt.Sprintf("\nfirst device over the %d messages, min / median / max: %.2f / %.2f / %.2f ms", len(r.FirstDeliveries), f.min, f.median, f.max)
+	}
 	s += fmt.Sprintf("\nappends from the wait for quiet to the last delivery: %d, holding %d events", r.Appends, r.EventsAppended)
 	s += fmt.Sprintf("\nthe servers fell quiet %v after the devices connected", r.Quiet.Round(100*time.Millisecond))
 	s += fmt.Sprintf("\nsends whose append carried the receiving node's claim: %d of %d", r.SendClaims, max(r.Messages, 1))
@@ -379,7 +406,7 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	profiles := c.profile(ctx, o.ProfileDir, o.ProfileSeconds, o.Log)
 	fmt.Fprintf(o.Log, "%d devices connected; sending the message\n", res.Connected)
 	cpuBefore := c.sampleCPU(clients)
-	lastSent, err := sendMessages(ctx, o, func(ctx context.Context) error { return first.sendMessage(ctx, provider) })
+	sent, err := sendMessages(ctx, o, func(ctx context.Context) error { return first.sendMessage(ctx, provider) })
 	if err != nil {
 		return res, err
 	}
@@ -409,11 +436,11 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	}
 	res.NodeDelivered = make([]time.Duration, o.Nodes)
 	for i, r := range results {
-		if d := r.LastReceived.Sub(lastSent); r.Received > 0 && d > res.NodeDelivered[i%o.Nodes] {
+		if d := r.LastReceived.Sub(sent[len(sent)-1]); r.Received > 0 && d > res.NodeDelivered[i%o.Nodes] {
 			res.NodeDelivered[i%o.Nodes] = d
 		}
 	}
-	if err := res.delivered(results, lastSent); err != nil {
+	if err := res.delivered(results, sent); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -421,25 +448,27 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 
 // sendMessages sends o.Messages messages, o.Interval apart (each send
 // starting on time, however long the one before took), and returns when
-// the last send started.
-func sendMessages(ctx context.Context, o BroadcastOptions, send func(context.Context) error) (last time.Time, err error) {
+// each send started.
+func sendMessages(ctx context.Context, o BroadcastOptions, send func(context.Context) error) (sent []time.Time, err error) {
 	first := time.Now()
 	for i := range o.Messages {
 		if i > 0 && !schedule.Sleep(ctx, time.Until(first.Add(time.Duration(i)*o.Interval))) {
-			return last, fmt.Errorf("loadtest: waiting to send message %d: %w", i+1, ctx.Err())
+			return sent, fmt.Errorf("loadtest: waiting to send message %d: %w", i+1, ctx.Err())
 		}
-		last = time.Now()
+		sent = append(sent, time.Now())
 		if err := send(ctx); err != nil {
-			return last, fmt.Errorf("loadtest: send message %d of %d: %w", i+1, o.Messages, err)
+			return sent, fmt.Errorf("loadtest: send message %d of %d: %w", i+1, o.Messages, err)
 		}
 	}
-	return last, nil
+	return sent, nil
 }
 
 // delivered fills in what the clients' reports say: the devices that had
 // every message, the messages delivered, and when the first and the last
-// device had the last message, after its send (lastSent) started.
-func (r *BroadcastResult) delivered(results []simulate.Result, lastSent time.Time) error {
+// device had the last message, after its send started, and when the first
+// device had each message (sent: when each send started).
+func (r *BroadcastResult) delivered(results []simulate.Result, sent []time.Time) error {
+	lastSent := sent[len(sent)-1]
 	for _, c := range results {
 		r.Reached += c.Received
 	}
@@ -448,6 +477,7 @@ func (r *BroadcastResult) delivered(results []simulate.Result, lastSent time.Tim
 	}
 	r.Delivered = r.Reached * max(r.Messages, 1)
 	r.FirstDelivery, r.AllDelivered = deliveries(results, lastSent)
+	r.FirstDeliveries = firstDeliveries(results, sent)
 	r.MessagesPerSecond = float64(r.Reached) / r.AllDelivered.Seconds()
 	return nil
 }

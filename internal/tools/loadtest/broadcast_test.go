@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,10 @@ func TestBroadcastSmall(t *testing.T) {
 		if res.AllDelivered <= 0 || res.FirstDelivery > res.AllDelivered || res.RSSAfter <= 0 || res.HeapAfter <= 0 ||
 			res.CPU.Nodes <= 0 || res.CPU.Clients <= 0 || res.Appends <= 0 || res.EventsAppended < res.Appends {
 			t.Fatalf("implausible figures: %+v", res)
+		}
+		// The first device of every message is known, within the run.
+		if len(res.FirstDeliveries) != messages || slices.ContainsFunc(res.FirstDeliveries, func(d time.Duration) bool { return d <= 0 || d > res.AllDelivered+time.Duration(messages)*o.Interval }) {
+			t.Errorf("first device of each message: %v\n%s", res.FirstDeliveries, res)
 		}
 		// Each send goes to the first node, whose devices it reaches after
 		// one append: the send's, carrying that node's claim.

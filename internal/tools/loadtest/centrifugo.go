@@ -348,7 +348,7 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 	profile := c.profile(ctx, o.ProfileDir, o.ProfileSeconds, o.Log)
 	fmt.Fprintf(o.Log, "%d clients subscribed; publishing\n", res.Connected)
 	cpuBefore := sampleCPU(nil, []*process{c.process}, clients)
-	lastSent, err := sendMessages(ctx, o, c.publish)
+	sent, err := sendMessages(ctx, o, c.publish)
 	if err != nil {
 		return res, err
 	}
@@ -360,7 +360,7 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 	if err := profile(); err != nil {
 		return res, err
 	}
-	if err := res.delivered(results, lastSent); err != nil {
+	if err := res.delivered(results, sent); err != nil {
 		return res, err
 	}
 	res.NodeDelivered = []time.Duration{res.AllDelivered}

@@ -158,6 +158,26 @@ func (c *clients) stop() {
 
 // deliveries returns when the first and the last device had the message,
 // after sent.
+// firstDeliveries is, for each message, how long after its send (sent[k])
+// the first device of any client process had it; 0 where none reported it.
+func firstDeliveries(results []simulate.Result, sent []time.Time) []time.Duration {
+	out := make([]time.Duration, len(sent))
+	for k := range sent {
+		var firstAt time.Time
+		for _, r := range results {
+			if k < len(r.FirstByCommand) {
+				if at := r.FirstByCommand[k]; !at.IsZero() && (firstAt.IsZero() || at.Before(firstAt)) {
+					firstAt = at
+				}
+			}
+		}
+		if !firstAt.IsZero() {
+			out[k] = firstAt.Sub(sent[k])
+		}
+	}
+	return out
+}
+
 func deliveries(results []simulate.Result, sent time.Time) (first, last time.Duration) {
 	var firstAt, lastAt time.Time
 	for _, r := range results {

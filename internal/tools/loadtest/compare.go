@@ -143,6 +143,7 @@ type figure struct {
 // figures are the lines of the comparison, each a value of one run.
 var figures = []figure{
 	{name: "time to the first device, ms", value: func(r BroadcastResult) float64 { return millis(r.FirstDelivery) }},
+	{name: "  the median over the run's messages", value: func(r BroadcastResult) float64 { return millis(r.FirstDeliveryMedian()) }},
 	{name: "time to the last device, ms", value: func(r BroadcastResult) float64 { return millis(r.AllDelivered) }},
 	{name: "server CPU per delivered message, µs", value: func(r BroadcastResult) float64 { return micros(r.ServerCPUPerMessage()) }},
 	{name: "client CPU per delivered message, µs", value: func(r BroadcastResult) float64 { return micros(r.ClientCPUPerMessage()) }},

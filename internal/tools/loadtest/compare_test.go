@@ -3,9 +3,12 @@ package loadtest
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"tvsm/internal/tools/simulate"
 )
 
 // Given three pairs of runs, when the comparison is reported, then each
@@ -51,7 +54,8 @@ func TestComparisonReport(t *testing.T) {
 		"resident, without the free heap kept 12.0 / 14.0 / 16.0 42.0 / 42.0 / 42.0 0.29 / 0.33 / 0.38",
 		"Go heap and stacks in use 5.0 / 6.0 / 7.0 20.0 / 20.0 / 20.0 0.25 / 0.30 / 0.35",
 		"machine busy during the broadcast (other work included), % 50.0 / 50.0 / 50.0 50.0 / 50.0 / 50.0 —",
-		"tvsm ÷ Centrifugo, pair by pair: time to the first device, ms 1.20 1.00 1.50 time to the last device, ms 1.20 1.00 1.50",
+		// Runs of one message: the median over a run's messages is that one's.
+		"tvsm ÷ Centrifugo, pair by pair: time to the first device, ms 1.20 1.00 1.50 the median over the run's messages 1.20 1.00 1.50 time to the last device, ms 1.20 1.00 1.50",
 		"Go heap and stacks in use 0.25 0.30 0.35 devices that had every message: tvsm 1000, 1000, 1000; Centrifugo 1000, 1000, 1000 (of 1000)",
 	} {
 		if !strings.Contains(report, want) {
@@ -63,6 +67,31 @@ func TestComparisonReport(t *testing.T) {
 	c.Messages, c.Interval = 20, 300*time.Millisecond
 	if want := "tvsm against Centrifugo v6.9.1: 20 messages 300ms apart (the times are the last one's) to 1000 devices"; !strings.Contains(words(c.String()), want) {
 		t.Errorf("the report lacks %q:\n%s", want, c.String())
+	}
+}
+
+// Given two client processes' arrivals of three messages, the first device
+// of each message is the earlier process's, from that message's send; the
+// run's median is the middle one; a message no process reported counts 0.
+func TestFirstDeviceOfEachMessage(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	sent := []time.Time{t0, t0.Add(time.Second), t0.Add(2 * time.Second)}
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	results := []simulate.Result{
+		{FirstByCommand: []time.Time{at(5 * time.Millisecond), at(time.Second + 2*time.Millisecond), at(2*time.Second + 9*time.Millisecond)}},
+		{FirstByCommand: []time.Time{at(3 * time.Millisecond), at(time.Second + 4*time.Millisecond), at(2*time.Second + 1*time.Millisecond)}},
+	}
+	got := firstDeliveries(results, sent)
+	want := []time.Duration{3 * time.Millisecond, 2 * time.Millisecond, 1 * time.Millisecond}
+	if !slices.Equal(got, want) {
+		t.Fatalf("first devices %v, want %v", got, want)
+	}
+	r := BroadcastResult{FirstDelivery: time.Millisecond, FirstDeliveries: got}
+	if m := r.FirstDeliveryMedian(); m != 2*time.Millisecond {
+		t.Errorf("median %v, want 2ms", m)
+	}
+	if got := firstDeliveries([]simulate.Result{{}}, sent[:1]); !slices.Equal(got, []time.Duration{0}) {
+		t.Errorf("nothing reported: %v", got)
 	}
 }
 

@@ -79,7 +79,9 @@ func (h *centrifugoHandler) message(data []byte, out replies) error {
 		case centrifugoPublication:
 			arrived := time.Now()
 			s.c.Commands.Add(1)
-			if h.got++; h.got == s.opts.StopAfterCommands {
+			h.got++
+			s.gotCommand(h.got, arrived)
+			if h.got == s.opts.StopAfterCommands {
 				s.gotAll(arrived)
 			}
 		case centrifugoPing:

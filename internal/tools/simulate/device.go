@@ -244,7 +244,9 @@ func (h *deviceHandler) message(data []byte, out replies) error {
 		}
 		s.c.Confirms.Add(1)
 	}
-	if h.got++; h.got == s.opts.StopAfterCommands {
+	h.got++
+	s.gotCommand(h.got, arrived)
+	if h.got == s.opts.StopAfterCommands {
 		s.gotAll(arrived)
 	}
 	return nil

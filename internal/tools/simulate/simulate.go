@@ -165,6 +165,10 @@ type Result struct {
 	Snapshot
 	FirstReceived, LastReceived time.Time
 	Received                    int // devices that got StopAfterCommands commands
+	// FirstByCommand holds, with StopAfterCommands, when the first device
+	// got its first, second, ... command: the first device of each message
+	// of a broadcast of that many.
+	FirstByCommand []time.Time `json:",omitempty"`
 	// Provider and Tariff are those the devices used (CreateCatalog's).
 	Provider, Tariff int64
 	// LastError is the last error counted in Errors, with the server's
@@ -186,6 +190,10 @@ type Sim struct {
 	logins chan struct{}
 	// poller reads the websockets during Run, with ReaderEpoll.
 	poller *poller
+
+	// firstOf holds the earliest arrival of each device's k-th command
+	// (Unix nanoseconds, 0: none yet), for k up to StopAfterCommands.
+	firstOf []atomic.Int64
 
 	mu        sync.Mutex
 	first     time.Time
@@ -218,6 +226,7 @@ func New(opts Options) (*Sim, error) {
 		dialer:    d,
 		done:      make(chan struct{}),
 		firstDone: make(chan struct{}),
+		firstOf:   make([]atomic.Int64, max(opts.StopAfterCommands, 0)),
 	}
 	if opts.LoginsInFlight > 0 {
 		s.logins = make(chan struct{}, opts.LoginsInFlight)
@@ -298,8 +307,16 @@ func (s *Sim) FirstDone() <-chan struct{} { return s.firstDone }
 func (s *Sim) Result() Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Result{Snapshot: s.Snapshot(), FirstReceived: s.first, LastReceived: s.last, Received: s.received,
+	r := Result{Snapshot: s.Snapshot(), FirstReceived: s.first, LastReceived: s.last, Received: s.received,
 		Provider: s.opts.Provider, Tariff: s.opts.Tariff, LastError: s.lastError}
+	for i := range s.firstOf {
+		if at := s.firstOf[i].Load(); at != 0 {
+			r.FirstByCommand = append(r.FirstByCommand, time.Unix(0, at))
+		} else {
+			r.FirstByCommand = append(r.FirstByCommand, time.Time{})
+		}
+	}
+	return r
 }
 
 // fail counts an error and keeps its text.
@@ -336,6 +353,22 @@ func serverError(status int, body []byte) *ServerError {
 		cause = e.Cause
 	}
 	return &ServerError{Status: status, Cause: cause}
+}
+
+// gotCommand records that a device received its k-th command (from 1) at
+// at: the earliest of each k is kept, without a lock (a reader goroutine
+// calls it for every message).
+func (s *Sim) gotCommand(k int, at time.Time) {
+	if k < 1 || k > len(s.firstOf) {
+		return
+	}
+	slot, ns := &s.firstOf[k-1], at.UnixNano()
+	for {
+		cur := slot.Load()
+		if cur != 0 && cur <= ns || slot.CompareAndSwap(cur, ns) {
+			return
+		}
+	}
 }
 
 // gotAll records that a device received its StopAfterCommands commands.
