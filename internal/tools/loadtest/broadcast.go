@@ -249,7 +249,11 @@ func (r BroadcastResult) String() string {
 		r.RSSPerDevice()/1024, r.UsedPerDevice()/1024, r.HeapPerDevice()/1024)
 	if len(r.FirstDeliveries) > 1 {
 		f := spreadOf(durations(r.FirstDeliveries))
-		s += fmt.Sprintf("\nfirst device over the %d messages, min / median / max: %.2f / %.2f / %.2f ms", len(r.FirstDeliveries), f.min, f.median, f.max)
+		s += fmt.Sprintf("\nfirst device over the %d messages, min / median / max: %.2f / %.2f / %.2f ms (in order:", len(r.FirstDeliveries), f.min, f.median, f.max)
+		for _, ms := range durations(r.FirstDeliveries) {
+			s += fmt.Sprintf(" %.2f", ms)
+		}
+		s += ")"
 	}
 	s += fmt.Sprintf("\nappends from the wait for quiet to the last delivery: %d, holding %d events", r.Appends, r.EventsAppended)
 	s += fmt.Sprintf("\nthe servers fell quiet %v after the devices connected", r.Quiet.Round(100*time.Millisecond))
