@@ -79,3 +79,16 @@ func BenchmarkDecodeMetadata(b *testing.B) {
 		}
 	}
 }
+
+// benchClaim is a claim as a node appends it for a broadcast: a thousand
+// devices, the most one CommandsSent lists.
+func benchClaim() domain.CommandsSent {
+	devices := make([]int64, 1000)
+	for i := range devices {
+		devices[i] = 1_000_000 + int64(i)*7
+	}
+	return domain.CommandsSent{SendID: 4242, Index: 0, Devices: devices, Node: "node-3"}
+}
+
+func BenchmarkEncodeCommandsSent(b *testing.B) { benchEncode(b, benchClaim()) }
+func BenchmarkDecodeCommandsSent(b *testing.B) { benchDecode(b, benchClaim()) }
