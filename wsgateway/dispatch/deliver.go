@@ -22,11 +22,57 @@ var errConflicts = errors.New("dispatch: claim kept conflicting")
 
 // deliver claims want (command index → devices) for s and writes the
 // commands to the devices it won, in index order. Devices claimed by anyone
-// meanwhile, and commands expired meanwhile, are left out.
+// meanwhile, and commands expired meanwhile, are left out. A round of more
+// than ClaimAppendMax devices is claimed, and written, a part at a time.
 func (d *Dispatcher) deliver(ctx context.Context, s *sendState, want map[int][]int64) error {
 	if len(want) == 0 {
 		return nil
 	}
+	for _, part := range claimParts(want, d.opts.ClaimAppendMax) {
+		if err := d.deliverPart(ctx, s, part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// claimParts splits want into parts of at most max devices, in index
+// order, so that no claim's append outgrows what the store takes at once
+// (EventStoreDB refuses an append of more than 1 MiB by default: about
+// 120,000 device ids). A command whose round records itself without
+// devices goes with the part it comes in.
+func claimParts(want map[int][]int64, max int) []map[int][]int64 {
+	total := 0
+	for _, devices := range want {
+		total += len(devices)
+	}
+	if total <= max {
+		return []map[int][]int64{want}
+	}
+	var parts []map[int][]int64
+	part, n := map[int][]int64{}, 0
+	for _, idx := range slices.Sorted(maps.Keys(want)) {
+		devices := want[idx]
+		if len(devices) == 0 {
+			part[idx] = devices
+		}
+		for len(devices) > 0 {
+			take := min(max-n, len(devices))
+			part[idx] = devices[:take:take]
+			devices, n = devices[take:], n+take
+			if n == max {
+				parts, part, n = append(parts, part), map[int][]int64{}, 0
+			}
+		}
+	}
+	if len(part) > 0 {
+		parts = append(parts, part)
+	}
+	return parts
+}
+
+// deliverPart claims want and writes to the devices won.
+func (d *Dispatcher) deliverPart(ctx context.Context, s *sendState, want map[int][]int64) error {
 	items := make(map[int]*item, len(want))
 	for idx := range want {
 		items[idx] = s.items[idx]

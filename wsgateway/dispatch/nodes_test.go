@@ -2,11 +2,14 @@ package dispatch_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -283,4 +286,65 @@ func (l *lateReads) ReadStream(ctx context.Context, stream string, from eventsto
 		}
 	}
 	return recs, err
+}
+
+// A round larger than one append may hold (EventStoreDB refuses an append
+// over its size limit) is claimed a part at a time, and every device gets
+// the command once.
+func TestALargeRoundIsClaimedAPartAtATime(t *testing.T) {
+	store := memory.New()
+	t.Cleanup(func() { store.Close() })
+	limited := &claimSizes{Store: store, max: 3}
+	e := newEnvOn(limited)
+	e.tune = func(o *dispatch.Options) { o.ClaimAppendMax = 3 }
+	n := e.startNode(t, "n1", t.TempDir(), wsgateway.Options{})
+	var devs []*device
+	for id := int64(1); id <= 8; id++ {
+		devs = append(devs, n.connect(t, id, 10+id, 1))
+	}
+	send := e.issue(t, domain.RecipientProviders, []int64{1}, message("many"))
+	for _, dev := range devs {
+		if got := dev.received(t); !slices.Equal(got, []string{domain.DeliveryID(send, 0, dev.id)}) {
+			t.Fatalf("device %d got %v", dev.id, got)
+		}
+	}
+	var claimed []int64
+	for _, c := range e.sentEvents(t, send) {
+		claimed = append(claimed, c.Devices...)
+	}
+	if slices.Sort(claimed); !slices.Equal(claimed, []int64{1, 2, 3, 4, 5, 6, 7, 8}) {
+		t.Fatalf("claimed %v", claimed)
+	}
+	if limited.appends.Load() != 3 || limited.refused.Load() != 0 {
+		t.Fatalf("%d claim appends, %d refused; want 3 within the bound", limited.appends.Load(), limited.refused.Load())
+	}
+}
+
+// claimSizes refuses a claim append listing more than max devices, as
+// EventStoreDB refuses one over its size limit, and counts the others.
+type claimSizes struct {
+	eventstore.Store
+	max              int
+	appends, refused atomic.Int64
+}
+
+func (c *claimSizes) Append(ctx context.Context, stream string, expect eventstore.Revision, events ...eventstore.EventData) (eventstore.AppendResult, error) {
+	devices := 0
+	for _, e := range events {
+		if e.Type == domain.CommandsSentType {
+			var sent domain.CommandsSent
+			if err := json.Unmarshal(e.Data, &sent); err != nil {
+				return eventstore.AppendResult{}, err
+			}
+			devices += len(sent.Devices)
+		}
+	}
+	if devices > c.max {
+		c.refused.Add(1)
+		return eventstore.AppendResult{}, fmt.Errorf("%w: %d devices in one append", eventstore.ErrInvalidAppend, devices)
+	}
+	if devices > 0 {
+		c.appends.Add(1)
+	}
+	return c.Store.Append(ctx, stream, expect, events...)
 }

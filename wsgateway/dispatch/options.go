@@ -22,6 +22,7 @@ const (
 	DefaultClaimRetries      = 8
 	DefaultClaimChunk        = 1000
 	DefaultSendClaimMax      = 20000
+	DefaultClaimAppendMax    = 50000
 	DefaultRetryDelay        = time.Second
 	DefaultAppendTimeout     = 10 * time.Second
 	DefaultReceiptFlush      = 5 * time.Millisecond
@@ -79,6 +80,11 @@ type Options struct {
 	// ClaimChunk is the most devices one CommandsSent event lists (default
 	// 1000); a round's larger sets become several events of one append.
 	ClaimChunk int
+	// ClaimAppendMax is the most devices one claim append lists (default
+	// 50,000, about 400 KB of JSON, well below EventStoreDB's default limit
+	// of 1 MiB for one append); a larger round is claimed and written a
+	// part at a time.
+	ClaimAppendMax int
 	// SendClaimMax is the most devices a claim made in a send's own append
 	// lists (default 20,000, about 160 KB of JSON, well below the store's
 	// limit on one append); a larger round is claimed in an append of its
@@ -148,6 +154,7 @@ func (o Options) withDefaults() (Options, error) {
 	setDefault(&o.ClaimRetries, DefaultClaimRetries)
 	setDefault(&o.ClaimChunk, DefaultClaimChunk)
 	setDefault(&o.SendClaimMax, DefaultSendClaimMax)
+	setDefault(&o.ClaimAppendMax, DefaultClaimAppendMax)
 	setDefault(&o.RetryDelay, DefaultRetryDelay)
 	setDefault(&o.AppendTimeout, DefaultAppendTimeout)
 	setDefault(&o.ReceiptFlush, DefaultReceiptFlush)

@@ -6,10 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"testing"
-	"time"
-
-	"tvsm/domain"
-	"tvsm/wsgateway"
 )
 
 func TestSortDevicesOrdersAsASort(t *testing.T) {
@@ -76,22 +72,5 @@ func BenchmarkSortDevices(b *testing.B) {
 				s.sort(work)
 			}
 		})
-	}
-}
-
-// BenchmarkRoundWant is the claim a node makes for a new provider-wide
-// command without ttl: the round over 10,000 connections of the hub's list
-// by provider, then the devices sorted.
-func BenchmarkRoundWant(b *testing.B) {
-	regs := make([]wsgateway.Registered, 10000)
-	now := time.Now()
-	for i := range regs {
-		regs[i] = wsgateway.Registered{Device: int64(i*7919%100000 + 1), Account: int64(i), ConnectedAt: now.Add(-time.Minute)}
-	}
-	conns := slices.Values(regs)
-	it := &item{index: 0, kind: domain.CommandUserMessage, start: now, claimed: map[int64]struct{}{}}
-	for b.Loop() {
-		want := roundWant([]*item{it}, conns)
-		sortDevices(want[0])
 	}
 }

@@ -1,0 +1,50 @@
+package dispatch
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"tvsm/domain"
+	"tvsm/wsgateway"
+)
+
+// BenchmarkRoundWant is the claim a node makes for a new provider-wide
+// command without ttl: the round over 10,000 connections of the hub's list
+// by provider, then the devices sorted.
+func BenchmarkRoundWant(b *testing.B) {
+	regs := make([]wsgateway.Registered, 10000)
+	now := time.Now()
+	for i := range regs {
+		regs[i] = wsgateway.Registered{Device: int64(i*7919%100000 + 1), Account: int64(i), ConnectedAt: now.Add(-time.Minute)}
+	}
+	conns := slices.Values(regs)
+	it := &item{index: 0, kind: domain.CommandUserMessage, start: now, claimed: map[int64]struct{}{}}
+	for b.Loop() {
+		want := roundWant([]*item{it}, conns)
+		sortDevices(want[0])
+	}
+}
+
+func TestClaimPartsKeepEachAppendWithinItsBound(t *testing.T) {
+	want := map[int][]int64{0: {1, 2, 3, 4, 5}, 1: {}, 2: {6, 7}}
+	if parts := claimParts(want, 7); len(parts) != 1 {
+		t.Fatalf("a round within the bound: %d parts, want 1", len(parts))
+	}
+	parts := claimParts(want, 3)
+	wantParts := []map[int][]int64{{0: {1, 2, 3}}, {0: {4, 5}, 1: {}, 2: {6}}, {2: {7}}}
+	if len(parts) != len(wantParts) {
+		t.Fatalf("parts %v, want %v", parts, wantParts)
+	}
+	for i, p := range parts {
+		if len(p) != len(wantParts[i]) {
+			t.Fatalf("part %d: %v, want %v", i, p, wantParts[i])
+		}
+		for idx, devices := range wantParts[i] {
+			got, ok := p[idx]
+			if !ok || !slices.Equal(got, devices) || (got == nil) != (devices == nil) {
+				t.Fatalf("part %d: %v, want %v", i, p, wantParts[i])
+			}
+		}
+	}
+}
