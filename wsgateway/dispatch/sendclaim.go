@@ -102,7 +102,7 @@ func (d *Dispatcher) claimForSend(req *claimRequest) []domain.Event {
 	for _, list := range want {
 		devices += len(list)
 	}
-	if devices == 0 || devices > d.opts.SendClaimMax {
+	if devices == 0 || devices > min(d.opts.SendClaimMax, d.opts.ClaimAppendMax) {
 		return nil
 	}
 	for idx, list := range want {
