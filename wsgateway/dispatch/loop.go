@@ -386,7 +386,7 @@ func (d *Dispatcher) lateRound(ctx context.Context, s *sendState, items []*item)
 		it.lateUntil, it.marker = until, true
 		want[it.index] = []int64{}
 		for c := range conns {
-			if _, done := it.claimed[c.Device]; !done {
+			if !it.isClaimed(c.Device) {
 				want[it.index] = append(want[it.index], c.Device)
 			}
 		}
@@ -433,8 +433,8 @@ func (d *Dispatcher) targetConns(s *sendState) iter.Seq[wsgateway.Registered] {
 				}
 			}
 		case domain.RecipientAccounts:
-			d.hub.RangeRegistered(func(_ int64, r wsgateway.Registered) bool {
-				if _, found := slices.BinarySearch(s.ids, r.Account); found {
+			d.hub.RangeRegistered(func(p int64, r wsgateway.Registered) bool {
+				if s.targets(wsgateway.Identity{Device: r.Device, Account: r.Account, Provider: p}) {
 					return yield(r)
 				}
 				return true

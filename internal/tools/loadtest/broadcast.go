@@ -201,12 +201,12 @@ func (r BroadcastResult) FirstDeliveryMedian() time.Duration {
 	if len(r.FirstDeliveries) == 0 {
 		return r.FirstDelivery
 	}
-	s := spreadOf(durations(r.FirstDeliveries))
+	s := spreadOf(millisOf(r.FirstDeliveries))
 	return time.Duration(s.median * float64(time.Millisecond))
 }
 
-// durations returns ds in milliseconds.
-func durations(ds []time.Duration) []float64 {
+// millisOf returns ds in milliseconds.
+func millisOf(ds []time.Duration) []float64 {
 	out := make([]float64, len(ds))
 	for i, d := range ds {
 		out[i] = millis(d)
@@ -248,9 +248,9 @@ func (r BroadcastResult) String() string {
 		micros(r.ServerCPUPerMessage()), micros(r.NodeCPUPerMessage()), micros(r.ClientCPUPerMessage()),
 		r.RSSPerDevice()/1024, r.UsedPerDevice()/1024, r.HeapPerDevice()/1024)
 	if len(r.FirstDeliveries) > 1 {
-		f := spreadOf(durations(r.FirstDeliveries))
+		f := spreadOf(millisOf(r.FirstDeliveries))
 		s += fmt.Sprintf("\nfirst device over the %d messages, min / median / max: %.2f / %.2f / %.2f ms (in order:", len(r.FirstDeliveries), f.min, f.median, f.max)
-		for _, ms := range durations(r.FirstDeliveries) {
+		for _, ms := range millisOf(r.FirstDeliveries) {
 			s += fmt.Sprintf(" %.2f", ms)
 		}
 		s += ")"

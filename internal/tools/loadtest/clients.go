@@ -156,40 +156,48 @@ func (c *clients) stop() {
 	}
 }
 
-// deliveries returns when the first and the last device had the message,
-// after sent.
+// earliest returns the earliest non-zero time at gives of a client
+// process's report, or zero when none has one.
+func earliest(results []simulate.Result, at func(simulate.Result) time.Time) time.Time {
+	var first time.Time
+	for _, r := range results {
+		if t := at(r); !t.IsZero() && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	return first
+}
+
 // firstDeliveries is, for each message, how long after its send (sent[k])
 // the first device of any client process had it; 0 where none reported it.
 func firstDeliveries(results []simulate.Result, sent []time.Time) []time.Duration {
 	out := make([]time.Duration, len(sent))
 	for k := range sent {
-		var firstAt time.Time
-		for _, r := range results {
+		first := earliest(results, func(r simulate.Result) time.Time {
 			if k < len(r.FirstByCommand) {
-				if at := r.FirstByCommand[k]; !at.IsZero() && (firstAt.IsZero() || at.Before(firstAt)) {
-					firstAt = at
-				}
+				return r.FirstByCommand[k]
 			}
-		}
-		if !firstAt.IsZero() {
-			out[k] = firstAt.Sub(sent[k])
+			return time.Time{}
+		})
+		if !first.IsZero() {
+			out[k] = first.Sub(sent[k])
 		}
 	}
 	return out
 }
 
+// deliveries returns when the first and the last device had the message,
+// after sent.
 func deliveries(results []simulate.Result, sent time.Time) (first, last time.Duration) {
-	var firstAt, lastAt time.Time
+	firstAt := earliest(results, func(r simulate.Result) time.Time { return r.FirstReceived })
+	if firstAt.IsZero() {
+		return 0, 0
+	}
+	var lastAt time.Time
 	for _, r := range results {
-		if !r.FirstReceived.IsZero() && (firstAt.IsZero() || r.FirstReceived.Before(firstAt)) {
-			firstAt = r.FirstReceived
-		}
 		if r.LastReceived.After(lastAt) {
 			lastAt = r.LastReceived
 		}
-	}
-	if firstAt.IsZero() {
-		return 0, 0
 	}
 	return firstAt.Sub(sent), lastAt.Sub(sent)
 }

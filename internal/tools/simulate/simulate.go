@@ -310,11 +310,11 @@ func (s *Sim) Result() Result {
 	r := Result{Snapshot: s.Snapshot(), FirstReceived: s.first, LastReceived: s.last, Received: s.received,
 		Provider: s.opts.Provider, Tariff: s.opts.Tariff, LastError: s.lastError}
 	for i := range s.firstOf {
-		if at := s.firstOf[i].Load(); at != 0 {
-			r.FirstByCommand = append(r.FirstByCommand, time.Unix(0, at))
-		} else {
-			r.FirstByCommand = append(r.FirstByCommand, time.Time{})
+		var at time.Time // none yet
+		if ns := s.firstOf[i].Load(); ns != 0 {
+			at = time.Unix(0, ns)
 		}
+		r.FirstByCommand = append(r.FirstByCommand, at)
 	}
 	return r
 }
