@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"tvsm/internal/platform/wsframe"
 )
 
 // How a device reads its websocket (Options.Reader).
@@ -21,6 +23,10 @@ const (
 	// reader.
 	ReaderGoroutine = "goroutine"
 )
+
+// maxMessage bounds a message the epoll reader takes (all its fragments):
+// a server's commands are a few hundred bytes.
+const maxMessage = 1 << 20
 
 // A handler takes a session's messages in turn, replying through out; an
 // error ends the session.
@@ -104,6 +110,23 @@ func serveGoroutine(ctx context.Context, ws *websocket.Conn, s session) error {
 			return err
 		}
 	}
+}
+
+// closeError is a close frame from the server, read by the poller.
+type closeError struct {
+	code   int // 1005 (none given) when the frame has no body
+	reason string
+}
+
+func (e *closeError) Error() string {
+	return fmt.Sprintf("websocket: close %d %s", e.code, e.reason)
+}
+
+// closeFrameError is the error ending a session at the server's close
+// frame, its payload as wsframe.Decoder returned it.
+func closeFrameError(payload []byte) error {
+	code, reason := wsframe.CloseFrame(payload)
+	return &closeError{code: code, reason: reason}
 }
 
 // closeCode is the code of the server's close frame that ended a session,

@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/base64"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"tvsm/internal/platform/wsframe"
 )
 
 // echoHandler records the messages of a session and answers each with
@@ -137,7 +141,7 @@ func TestSessionKeepsAMessageSentWithTheHandshake(t *testing.T) {
 		t.Run(reader, func(t *testing.T) {
 			reply := make(chan string, 1)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				conn, rw, err := acceptWebsocket(w, r, serverFrame(true, opText, []byte("hello")))
+				conn, rw, err := acceptWebsocket(w, r, serverFrame(wsframe.OpText, []byte("hello")))
 				if err != nil {
 					return
 				}
@@ -147,7 +151,7 @@ func TestSessionKeepsAMessageSentWithTheHandshake(t *testing.T) {
 					msg = "error: " + err.Error()
 				}
 				reply <- msg
-				_, _ = conn.Write(serverFrame(true, opClose, []byte{0x03, 0xe8})) // 1000
+				_, _ = conn.Write(serverFrame(wsframe.OpClose, []byte{0x03, 0xe8})) // 1000
 			}))
 			defer srv.Close()
 			h := &echoHandler{}
@@ -163,6 +167,11 @@ func TestSessionKeepsAMessageSentWithTheHandshake(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serverFrame is a final frame as a server writes it: unmasked.
+func serverFrame(op byte, payload []byte) []byte {
+	return wsframe.AppendFrame(nil, op, payload, false)
 }
 
 // acceptWebsocket answers r's websocket handshake by hand on its hijacked
@@ -258,7 +267,7 @@ func TestSessionEndsWhenTheServerHangsUpAfterAMessage(t *testing.T) {
 				}
 				defer conn.Close()
 				time.Sleep(50 * time.Millisecond) // the session is being served by then
-				_, _ = conn.Write(serverFrame(true, opText, []byte("last words")))
+				_, _ = conn.Write(serverFrame(wsframe.OpText, []byte("last words")))
 				_ = conn.(*net.TCPConn).CloseWrite()
 				_, _ = io.Copy(io.Discard, conn) // the reply, then the device's end
 			}))
@@ -291,5 +300,83 @@ func TestSessionEndsWhenTheServerHangsUpAfterAMessage(t *testing.T) {
 				t.Fatalf("handler got %q", h.got)
 			}
 		})
+	}
+}
+
+// Given a server that sends a frame a server must not send (masked, of an
+// unknown opcode, or, to the epoll reader, a message over maxMessage) after
+// a message, and then waits, when a device's session reads it, then the
+// handler gets the message only and the session ends at once with an
+// error, not a close code, with either reader. (gorilla's reader has no
+// limit of its own.)
+func TestSessionEndsOnAFrameAServerMustNotSend(t *testing.T) {
+	masked := serverFrame(wsframe.OpText, []byte("hi"))
+	masked = append([]byte{masked[0], masked[1] | 0x80, 1, 2, 3, 4}, masked[2:]...)
+	overLimit := binary.BigEndian.AppendUint64([]byte{0x80 | wsframe.OpText, 127}, maxMessage+1)
+	for _, reader := range readers() {
+		for name, frame := range map[string][]byte{
+			"masked":         masked,
+			"unknown opcode": serverFrame(0x3, nil),
+			"over the limit": overLimit,
+		} {
+			if name == "over the limit" && reader != ReaderEpoll {
+				continue
+			}
+			t.Run(reader+"/"+name, func(t *testing.T) {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					conn, rw, err := acceptWebsocket(w, r, serverFrame(wsframe.OpText, []byte("hello")))
+					if err != nil {
+						return
+					}
+					defer conn.Close()
+					_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+					// Once the reply is in, the session is being served.
+					if _, err := readClientFrame(rw.Reader); err != nil {
+						return
+					}
+					_, _ = conn.Write(frame)
+					_, _ = io.Copy(io.Discard, rw) // until the device hangs up
+				}))
+				defer srv.Close()
+				h := &echoHandler{}
+				sim, stop := newTestSim(t, reader, srv.URL)
+				defer stop()
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				ended := make(chan error, 1)
+				go func() {
+					_, err := sim.run(ctx, session{url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", h: h})
+					ended <- err
+				}()
+				var err error
+				select {
+				case err = <-ended:
+				case <-time.After(10 * time.Second):
+					cancel()
+					<-ended
+					t.Fatal("the session took the frame and went on")
+				}
+				if err == nil || closeCode(err) != 0 {
+					t.Fatalf("session ended with %v, want an error of the frame", err)
+				}
+				if strings.Join(h.got, "|") != "hello" {
+					t.Fatalf("handler got %q", h.got)
+				}
+			})
+		}
+	}
+}
+
+// Given the payload of a server's close frame as the epoll reader gets it,
+// with a code and a reason or empty, when it ends the session, then
+// closeCode reads its code: the one given, or 1005 for none.
+func TestCloseFrameErrorCarriesTheCode(t *testing.T) {
+	err := closeFrameError(append(binary.BigEndian.AppendUint16(nil, 4003), "bye"...))
+	var ce *closeError
+	if !errors.As(err, &ce) || ce.code != 4003 || ce.reason != "bye" || closeCode(err) != 4003 {
+		t.Fatalf("close frame read as %v", err)
+	}
+	if err := closeFrameError(nil); closeCode(err) != 1005 {
+		t.Fatalf("empty close frame read as %v", err)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"tvsm/internal/platform/wsframe"
 )
 
 // FuzzParseCommand: the simulator's hand parse of a command message agrees
@@ -95,7 +97,7 @@ func TestEpollDeviceAcknowledgesWithoutAllocating(t *testing.T) {
 	}
 	frames := make([][]byte, devices)
 	for i := range frames {
-		frames[i] = serverFrame(true, opText, fmt.Appendf(nil,
+		frames[i] = serverFrame(wsframe.OpText, fmt.Appendf(nil,
 			`{"type":"command","id":"7.%d.42","command":{"command":"user_message","type":"notify","text":"hello"}}`, i))
 	}
 	// Each acknowledgement is read whole into a buffer made beforehand, and

@@ -7,10 +7,13 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
 	"unsafe"
+
+	"tvsm/internal/platform/wsframe"
 )
 
 // A device's goroutine blocked in a read is woken through the Go runtime's
@@ -18,9 +21,10 @@ import (
 // of the simulator's CPU per message. The poller instead takes the
 // sockets from the runtime (a duplicate of each descriptor) and one
 // goroutine waits on all of them with epoll: a wakeup brings every socket
-// ready by then, read with one read(2) each and decoded by frameReader;
-// the replies are written at once with write(2). The device's goroutine
-// waits, parked, until its session ends.
+// ready by then, read with one read(2) each and decoded by a
+// wsframe.Decoder (the server's frames arrive unmasked); the replies are
+// written at once with write(2). The device's goroutine waits, parked,
+// until its session ends.
 //
 // The poller's goroutine does not block in epoll_wait itself: a thread
 // blocked in a system call must win a P back when it returns, which on a
@@ -36,6 +40,10 @@ const epollSupported = true
 // epollET is EPOLLET as the event mask's type holds it (syscall declares
 // it negative).
 const epollET = 1 << 31
+
+// maxClientHead is the longest head of a client's frame: two bytes, a
+// length of eight and a mask of four.
+const maxClientHead = 14
 
 // writeTimeout bounds a reply's wait for room in the socket's buffer.
 const writeTimeout = 10 * time.Second
@@ -142,8 +150,9 @@ func (p *poller) loop() {
 func (p *poller) serve(ctx context.Context, fd int, rest []byte, s session) error {
 	// Its buffers are made now, while it connects: a broadcast reaches every
 	// connection once, so an allocation at a first message is one a message.
-	c := &pollConn{fd: fd, h: s.h, done: make(chan error, 1), wbuf: make([]byte, 0, replyRoom)}
-	c.frames.reserve()
+	c := &pollConn{fd: fd, h: s.h, done: make(chan error, 1), wbuf: make([]byte, 0, replyRoom),
+		frames: wsframe.Decoder{Masked: false, Limit: maxMessage}}
+	c.frames.Space(nil) // the room of a read, made now
 	if s.handshakeTimeout > 0 {
 		c.deadline = time.AfterFunc(s.handshakeTimeout, c.shutdown)
 		defer c.deadline.Stop()
@@ -156,7 +165,7 @@ func (p *poller) serve(ctx context.Context, fd int, rest []byte, s session) erro
 				return err
 			}
 		}
-		c.frames.feed(rest)
+		c.frames.Feed(rest)
 		if err := c.decode(); err != nil {
 			return err
 		}
@@ -189,7 +198,7 @@ func (p *poller) end(c *pollConn, err error) {
 type pollConn struct {
 	fd       int
 	h        handler
-	frames   frameReader
+	frames   wsframe.Decoder
 	wbuf     []byte
 	deadline *time.Timer
 	done     chan error
@@ -207,7 +216,7 @@ type pollConn struct {
 // (hangup), when the reads go on to the end of the stream.
 func (c *pollConn) readable(hangup bool) error {
 	for {
-		room := c.frames.space()
+		room := c.frames.Space(nil)
 		n, err := rawRead(c.fd, room)
 		switch {
 		case err == syscall.EAGAIN:
@@ -219,7 +228,7 @@ func (c *pollConn) readable(hangup bool) error {
 		case n == 0:
 			return io.EOF
 		}
-		c.frames.filled(n)
+		c.frames.Filled(n)
 		if err := c.decode(); err != nil {
 			return err
 		}
@@ -232,18 +241,18 @@ func (c *pollConn) readable(hangup bool) error {
 // decode handles the whole messages and control frames buffered.
 func (c *pollConn) decode() error {
 	for {
-		op, payload, ok, err := c.frames.next()
+		op, payload, ok, err := c.frames.Next()
 		if err != nil || !ok {
 			return err
 		}
 		switch op {
-		case opText, opBinary:
+		case wsframe.OpText, wsframe.OpBinary:
 			err = c.h.message(payload, c)
-		case opPing:
-			err = c.write(opPong, payload)
-		case opClose:
+		case wsframe.OpPing:
+			err = c.write(wsframe.OpPong, payload)
+		case wsframe.OpClose:
 			// Echo its code, as the protocol asks, then hang up.
-			_ = c.write(opClose, payload[:min(len(payload), 2)])
+			_ = c.write(wsframe.OpClose, payload[:min(len(payload), 2)])
 			return closeFrameError(payload)
 		}
 		if err != nil {
@@ -252,7 +261,7 @@ func (c *pollConn) decode() error {
 	}
 }
 
-func (c *pollConn) send(msg []byte) error { return c.write(opText, msg) }
+func (c *pollConn) send(msg []byte) error { return c.write(wsframe.OpText, msg) }
 
 func (c *pollConn) settled() {
 	if c.deadline != nil {
@@ -260,10 +269,10 @@ func (c *pollConn) settled() {
 	}
 }
 
-// write writes one frame, waiting for room in the socket's buffer when
-// there is none.
+// write writes one frame, masked as a client's must be, waiting for room in
+// the socket's buffer when there is none.
 func (c *pollConn) write(op byte, payload []byte) error {
-	c.wbuf = appendClientFrame(c.wbuf[:0], op, payload)
+	c.wbuf = wsframe.AppendFrame(slices.Grow(c.wbuf[:0], maxClientHead+len(payload)), op, payload, true)
 	b := c.wbuf
 	var until time.Time
 	for len(b) > 0 {
