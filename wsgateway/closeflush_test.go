@@ -52,8 +52,8 @@ func TestCloseCodeWithoutFrame(t *testing.T) {
 	e := newEnv(t, Options{CloseGrace: 100 * time.Millisecond})
 	ws := e.dial(t, 9, nil)
 	_ = ws.NetConn().Close()
-	if end := e.waitEnded(t, 9); end.code != websocket.CloseAbnormalClosure {
-		t.Fatalf("ended %+v, want code 1006", end)
+	if end := e.waitEnded(t, 9); end.code != websocket.CloseAbnormalClosure || end.reason != ReasonReadError {
+		t.Fatalf("ended %+v, want read_error with code 1006", end)
 	}
 }
 

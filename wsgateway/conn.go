@@ -1,23 +1,35 @@
 package wsgateway
 
 import (
+	"errors"
 	"io"
+	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"tvsm/internal/platform/supervise"
+	"tvsm/internal/platform/wsframe"
 )
 
 // Conn is one device connection. It is created by Hub.Upgrade. A reader
-// goroutine runs for its whole life; a writer goroutine only while there is
-// something to write (messages, a ping), so that an idle connection holds
-// one goroutine's stack, not two. Pings are due by a runtime timer.
+// goroutine runs for its whole life. Queued messages are written by a
+// turn on the hub's write lanes (a TCP socket), or by a writer goroutine
+// that runs only while there is something to write and may wait on the
+// socket (a full socket, a ping, any other connection), so that an idle
+// connection holds one goroutine's stack, not two. Pings are due by a
+// runtime timer.
 type Conn struct {
-	hub         *Hub
-	ws          *websocket.Conn
+	hub *Hub
+	// nc is the device's socket once the handshake is done, and raw its
+	// system connection when it is TCP (nil otherwise): the reader and
+	// the writes then call read(2) and write(2) themselves.
+	nc          net.Conn
+	raw         syscall.RawConn
 	deviceID    int64
 	id          Identity
 	seq         uint64 // unique within the hub
@@ -36,10 +48,20 @@ type Conn struct {
 	// nanoseconds), 0 between writes: the hub's sweep closes a connection
 	// whose write has lasted longer than WriteWait (Hub.sweepWrites).
 	writeStarted atomic.Int64
-	done         chan struct{} // closed when the connection must end
-	readerDone   chan struct{} // closed when the reader goroutine returned
-	closeOnce    sync.Once
-	reason       CloseReason // set once before done is closed
+	// wmu serialises the frames written to the socket: a writer's
+	// messages and pings, the reader's pongs and close replies, finish's
+	// close frame. closeSent (no frame may follow a close frame) and the
+	// raw write's state (wrest, werr, wnowait) are under it.
+	wmu        sync.Mutex
+	closeSent  bool
+	wrest      []byte
+	werr       error
+	wnowait    bool                  // writeRaw gives up on a full socket
+	rawWrite   func(fd uintptr) bool // c.writeRaw, made once
+	done       chan struct{}         // closed when the connection must end
+	readerDone chan struct{}         // closed when the reader goroutine returned
+	closeOnce  sync.Once
+	reason     CloseReason // set once before done is closed
 	// life says whether the connection was started and closed: finish runs
 	// once both are true, whichever comes second.
 	life struct {
@@ -50,10 +72,10 @@ type Conn struct {
 }
 
 // newConn wraps an upgraded socket.
-func newConn(h *Hub, ws *websocket.Conn, id Identity) *Conn {
-	return &Conn{
+func newConn(h *Hub, nc net.Conn, id Identity) *Conn {
+	c := &Conn{
 		hub:         h,
-		ws:          ws,
+		nc:          nc,
 		deviceID:    id.Device,
 		id:          id,
 		seq:         h.seq.Add(1),
@@ -62,6 +84,20 @@ func newConn(h *Hub, ws *websocket.Conn, id Identity) *Conn {
 		done:        make(chan struct{}),
 		readerDone:  make(chan struct{}),
 	}
+	if sc, ok := nc.(syscall.Conn); ok && rawIO && isTCP(nc) {
+		if raw, err := sc.SyscallConn(); err == nil {
+			c.raw = raw
+			c.rawWrite = c.writeRaw
+		}
+	}
+	return c
+}
+
+// isTCP reports whether nc is a TCP connection, whose read(2) returns
+// everything the socket holds, up to the room given.
+func isTCP(nc net.Conn) bool {
+	_, ok := nc.LocalAddr().(*net.TCPAddr)
+	return ok
 }
 
 // Identity is who is connected: the device, its account and provider, as
@@ -198,10 +234,15 @@ func (c *Conn) ping() {
 }
 
 // kick makes sure a writer runs while there is something to write: it
-// starts one unless one is running (or the connection is being torn down).
+// starts one unless one is running (or the connection is being torn down),
+// as a turn on the hub's write lanes for a TCP socket.
 func (c *Conn) kick() {
 	if c.q.claimWriter() {
-		go c.writeLoop()
+		if c.raw != nil {
+			c.hub.lanes.schedule(c)
+		} else {
+			go c.writeLoop()
+		}
 	}
 }
 
@@ -214,7 +255,7 @@ func (c *Conn) writeLoop() {
 	})
 	for {
 		if c.pingDue.Swap(false) {
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, c.deadline()); err != nil {
+			if err := c.writeControl(wsframe.OpPing, nil); err != nil {
 				c.close(ReasonWriteError)
 			}
 		}
@@ -231,120 +272,152 @@ func (c *Conn) writeLoop() {
 	}
 }
 
-// readPump reads device messages until the socket fails.
-func (c *Conn) readPump() {
-	defer close(c.readerDone)
-	defer supervise.Recover(c.hub.opts.Logger, panicComponent, func(*supervise.Panic) { c.close(ReasonInternalError) })
-	o := &c.hub.opts
-	c.ws.SetReadLimit(o.ReadLimit)
-	// Every pong moves the read deadline PongWait ahead. A message does
-	// only once a tenth of PongWait has passed since it last moved: moving
-	// it takes the runtime's timer locks, which on every acknowledgement
-	// of a broadcast cost about as much as reading it. So a device that
-	// sends messages but answers no ping may be dropped after 9/10 of
-	// PongWait of silence; one that answers pings, never early.
-	var extended time.Time
-	extend := func(now time.Time) {
-		extended = now
-		_ = c.ws.SetReadDeadline(now.Add(o.PongWait))
-	}
-	extend(time.Now())
-	c.ws.SetPongHandler(func(string) error { extend(time.Now()); return nil })
-	bad := 0
-	for {
-		kind, buf, err := readMessage(c.ws)
-		if err != nil {
-			if ce, ok := err.(*websocket.CloseError); ok {
-				c.peerCode.Store(int32(ce.Code))
-			}
-			c.close(readReason(err))
-			return
-		}
-		if now := time.Now(); now.Sub(extended) >= o.PongWait/10 {
-			extend(now)
-		}
-		m, err := ParseDeviceMessage(*buf)
-		messageBuffers.Put(buf) // m holds copies
-		if kind != websocket.TextMessage || err != nil {
-			c.hub.stats.bad.Add(1)
-			bad++
-			if o.MaxBadMessages > 0 && bad >= o.MaxBadMessages {
-				c.close(ReasonBadMessages)
-				return
-			}
-			continue
-		}
-		if o.OnMessage != nil && !c.hook(func() { o.OnMessage(c, m) }) {
-			return
-		}
-	}
-}
-
-// messageBuffers hold device messages while they are parsed. gorilla's
-// ReadMessage allocates a buffer for every message (from 512 bytes, as
-// io.ReadAll does): in a broadcast, one per acknowledgement, and the
-// collections they brought scanned every connection's reader stack. A
-// buffer kept by each connection would cost every idle one its size.
-var messageBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
-
-// readMessage reads the next message of ws into a buffer of
-// messageBuffers, for the caller to put back.
-func readMessage(ws *websocket.Conn) (kind int, buf *[]byte, err error) {
-	kind, r, err := ws.NextReader()
-	if err != nil {
-		return 0, nil, err
-	}
-	buf = messageBuffers.Get().(*[]byte)
-	b := (*buf)[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		*buf = b
-		switch {
-		case err == io.EOF:
-			return kind, buf, nil
-		case err != nil:
-			messageBuffers.Put(buf)
-			return 0, nil, err
-		}
-	}
-}
-
-// deadline returns the deadline for a write starting now.
-func (c *Conn) deadline() time.Time { return time.Now().Add(c.hub.opts.WriteWait) }
-
-// flush writes queued messages until the queue is empty or the connection is
-// closing.
+// flush writes queued messages until the queue is empty or the connection
+// is closing. Messages queued together go out in one write, up to
+// maxBatch bytes of frames.
 func (c *Conn) flush() {
+	buf := frameBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxKeptFrameBuffer {
+			frameBuffers.Put(buf)
+		}
+	}()
 	for {
 		select {
 		case <-c.done:
 			return
 		default:
 		}
-		msg, ok := c.q.pop()
-		if !ok {
-			return
+		b, msgs, closing := c.q.frames((*buf)[:0])
+		*buf = b
+		if msgs > 0 {
+			if err := c.writeFrames(b); err != nil {
+				c.close(ReasonWriteError)
+				return
+			}
+			c.hub.stats.sent.Add(uint64(msgs))
 		}
-		if msg == nil { // CloseAfterFlush's marker
+		if closing {
 			c.close(c.q.closeReason())
 			return
 		}
-		// No write deadline: setting one takes the runtime's timer locks,
-		// which cost a broadcast about a twentieth of its CPU; the hub's
-		// sweep bounds the write instead.
-		c.writeStarted.Store(time.Now().UnixNano())
-		err := c.ws.WriteMessage(websocket.TextMessage, msg)
-		c.writeStarted.Store(0)
-		if err != nil {
-			c.close(ReasonWriteError)
+		if msgs == 0 {
 			return
 		}
-		c.hub.stats.sent.Add(1)
 	}
+}
+
+// maxBatch bounds the frames one write takes, unless a single message is
+// longer; maxKeptFrameBuffer, the buffer kept for the next flush.
+const (
+	maxBatch           = 16 << 10
+	maxKeptFrameBuffer = 64 << 10
+)
+
+// frameBuffers hold the frames of a flush: an idle connection holds none.
+var frameBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// errCloseSent refuses a frame after the close frame.
+var errCloseSent = errors.New("wsgateway: close frame already sent")
+
+// writeFrames writes whole frames of data messages.
+func (c *Conn) writeFrames(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closeSent {
+		return errCloseSent
+	}
+	return c.writeLocked(b)
+}
+
+// writeControl writes a control frame (a payload of at most 125 bytes).
+func (c *Conn) writeControl(op byte, payload []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.controlLocked(op, payload)
+}
+
+// controlLocked writes a control frame with wmu held; after a close frame
+// nothing more is written.
+func (c *Conn) controlLocked(op byte, payload []byte) error {
+	if c.closeSent {
+		return errCloseSent
+	}
+	if op == wsframe.OpClose {
+		c.closeSent = true
+	}
+	var room [2 + 125]byte
+	return c.writeLocked(wsframe.AppendFrame(room[:0], op, payload, false))
+}
+
+// writeLocked writes b to the socket with wmu held. No write deadline:
+// setting one takes the runtime's timer locks, which cost a broadcast
+// about a twentieth of its CPU; the hub's sweep bounds the write instead
+// (writeStarted), and finish when the hub is shutting down.
+func (c *Conn) writeLocked(b []byte) error {
+	c.writeStarted.Store(time.Now().UnixNano())
+	defer c.writeStarted.Store(0)
+	if c.raw == nil {
+		_, err := c.nc.Write(b)
+		return err
+	}
+	c.wrest, c.werr = b, nil
+	err := c.raw.Write(c.rawWrite)
+	c.wrest = nil
+	if err != nil {
+		return err
+	}
+	return c.werr
+}
+
+// writeNow writes what of b the socket takes at once, with wmu held, and
+// returns how much that was: a write turn (writeTurn) never waits.
+func (c *Conn) writeNow(b []byte) (int, error) {
+	if c.closeSent {
+		return 0, errCloseSent
+	}
+	c.wrest, c.werr, c.wnowait = b, nil, true
+	err := c.raw.Write(c.rawWrite)
+	n := len(b) - len(c.wrest)
+	c.wrest, c.wnowait = nil, false
+	if err == nil {
+		err = c.werr
+	}
+	return n, err
+}
+
+// writeRaw writes wrest with write(2), reporting false to wait until the
+// socket has room again (unless wnowait).
+func (c *Conn) writeRaw(fd uintptr) bool {
+	for len(c.wrest) > 0 {
+		n, err := sysWrite(fd, c.wrest)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return c.wnowait // else wait for room
+		case err != nil:
+			c.werr = &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", err)}
+			return true
+		case n <= 0:
+			c.werr = io.ErrShortWrite
+			return true
+		}
+		c.wrest = c.wrest[n:]
+	}
+	return true
+}
+
+// lockForClose takes wmu for finish's close frame. A write under way
+// that lasts longer than WriteWait has the socket closed under it: the
+// hub's sweep does the same, but it stops when the hub shuts down.
+func (c *Conn) lockForClose() {
+	if c.wmu.TryLock() {
+		return
+	}
+	t := time.AfterFunc(c.hub.opts.WriteWait, func() { _ = c.nc.Close() })
+	c.wmu.Lock()
+	t.Stop()
 }
 
 // finish sends the close frame for a server-initiated close (WriteControl
@@ -358,7 +431,9 @@ func (c *Conn) finish() {
 	c.life.Unlock()
 	o := &c.hub.opts
 	if code, text, ok := c.reason.closeFrame(); ok {
-		err := c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), c.deadline())
+		c.lockForClose()
+		err := c.controlLocked(wsframe.OpClose, websocket.FormatCloseMessage(code, text))
+		c.wmu.Unlock()
 		if err == nil {
 			t := time.NewTimer(o.CloseGrace)
 			select {
@@ -368,7 +443,7 @@ func (c *Conn) finish() {
 			t.Stop()
 		}
 	}
-	_ = c.ws.Close()
+	_ = c.nc.Close()
 	if c.release != nil {
 		c.release()
 	}

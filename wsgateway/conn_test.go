@@ -1,6 +1,7 @@
 package wsgateway
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -210,5 +211,30 @@ func TestClientCloseIsReported(t *testing.T) {
 	}
 	if e.hub.Connected(6) {
 		t.Fatal("still registered")
+	}
+}
+
+// Given a device that stops reading and a write to it stuck on full
+// socket buffers, when the hub shuts down (its sweep stops then), the
+// close frame waits at most WriteWait for that write: the socket is closed
+// under it, and Shutdown returns.
+func TestShutdownEndsAStuckWrite(t *testing.T) {
+	const writeWait = 300 * time.Millisecond
+	e := newEnv(t, Options{QueueSize: 64, WriteWait: writeWait, CloseGrace: 100 * time.Millisecond})
+	e.dial(t, 8, testutil.SmallBufferDialer()) // never read from
+	huge := command(t, "huge", `{"text":"`+strings.Repeat("x", 32<<20)+`"}`)
+	if !e.hub.Send(8, huge) {
+		t.Fatal("the connection refused the message")
+	}
+	c, _ := e.hub.Lookup(8)
+	waitFor(t, 5*time.Second, func() bool { return c.writeStarted.Load() != 0 }, "the write under way")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*writeWait)
+	defer cancel()
+	start := time.Now()
+	if err := e.hub.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v after %v", err, time.Since(start))
+	}
+	if r := e.waitClose(t, 8); r != ReasonShutdown {
+		t.Fatalf("reason %v, want shutdown", r)
 	}
 }

@@ -4,15 +4,22 @@
 // A Hub is a sharded registry of device connections, by device, which also
 // lists them by provider in one slice per provider (RangeProvider,
 // RangeRegistered): a delivery round over a provider's thousands of devices
-// reads contiguous memory instead of visiting every connection. Each Conn has a reader
-// goroutine for its whole life, which parses device messages and hands them
-// to Options.OnMessage, and a writer goroutine only while there is something
-// to write: messages, or a ping a runtime timer made due (gorilla allows one
-// concurrent reader and one concurrent writer; close frames go through
-// WriteControl, which may run beside them). An idle connection so holds one
-// goroutine stack, not two. Sends never block: a message is appended to a
-// bounded per-connection queue, which starts the writer if none runs, and a
-// device whose queue is full is disconnected as a slow consumer.
+// reads contiguous memory instead of visiting every connection.
+//
+// gorilla/websocket does the opening handshake; from there a Conn reads
+// and writes its frames itself (internal/platform/wsframe), on a TCP
+// socket with read(2) and write(2) through the runtime's poller: an
+// acknowledgement costs one read, and a message one write, with no
+// buffer held between them. Each Conn has a reader goroutine for its
+// whole life, which answers pings and close frames and hands device
+// messages to Options.OnMessage, and a writer goroutine only while there
+// is something to write: messages, or a ping a runtime timer made due.
+// One lock orders every frame on the socket (the writer's, the reader's
+// pongs, the close frame), and nothing follows a close frame. An idle
+// connection so holds one goroutine stack and no buffer. Sends never
+// block: a message is appended to a bounded per-connection queue, which
+// starts the writer if none runs, and a device whose queue is full is
+// disconnected as a slow consumer.
 //
 // Protocol. Server → device, one text message per command:
 //

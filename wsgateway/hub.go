@@ -32,6 +32,8 @@ type Hub struct {
 	seq      atomic.Uint64  // last Conn.Seq handed out
 	stats    counters
 	addrs    *connlimit.Counter // websockets per client address
+	// lanes write to the TCP connections with something to write.
+	lanes writeLanes
 	// providers lists the registered connections by provider.
 	providers byProvider
 	// sweep is the timer of the next sweepWrites, armed while the hub has
@@ -45,12 +47,11 @@ type Hub struct {
 // NewHub returns a hub configured by opts.
 func NewHub(opts Options) *Hub {
 	o := opts.withDefaults()
-	h := &Hub{opts: o, addrs: connlimit.NewCounter(o.MaxPerAddress)}
+	h := &Hub{opts: o, addrs: connlimit.NewCounter(o.MaxPerAddress), lanes: newWriteLanes()}
 	h.upgrader = websocket.Upgrader{
-		HandshakeTimeout:  o.WriteWait,
-		ReadBufferSize:    o.ReadBufferSize,
-		WriteBufferSize:   o.WriteBufferSize,
-		WriteBufferPool:   &sync.Pool{},
+		HandshakeTimeout: o.WriteWait,
+		// gorilla does the handshake only (see Conn): the HTTP server's
+		// buffers serve it, and none is allocated for the connection.
 		EnableCompression: false,
 		CheckOrigin:       o.CheckOrigin,
 	}

@@ -8,15 +8,13 @@ import (
 
 // Default values used by Options for zero fields.
 const (
-	DefaultQueueSize       = 64
-	DefaultReadLimit       = 4 << 10
-	DefaultPongWait        = 60 * time.Second
-	DefaultPingPeriod      = 54 * time.Second
-	DefaultWriteWait       = 10 * time.Second
-	DefaultCloseGrace      = time.Second
-	DefaultMaxBadMessages  = 8
-	DefaultReadBufferSize  = 512
-	DefaultWriteBufferSize = 1024
+	DefaultQueueSize      = 64
+	DefaultReadLimit      = 4 << 10
+	DefaultPongWait       = 60 * time.Second
+	DefaultPingPeriod     = 54 * time.Second
+	DefaultWriteWait      = 10 * time.Second
+	DefaultCloseGrace     = time.Second
+	DefaultMaxBadMessages = 8
 )
 
 // Options configures a Hub. Zero fields take the Default* values.
@@ -47,9 +45,6 @@ type Options struct {
 	// connection; the one reaching it closes the connection with 1008.
 	// Negative means invalid messages are only counted and ignored.
 	MaxBadMessages int
-	// ReadBufferSize and WriteBufferSize size gorilla's I/O buffers. The
-	// write buffer is pooled, so idle connections do not hold one.
-	ReadBufferSize, WriteBufferSize int
 	// MaxPerAddress is the most websockets one client address
 	// (Identity.Address, an IPv6 /64 counting as one address) holds at
 	// once; Upgrade refuses more with ErrAddressFull. 0: no cap.
@@ -108,12 +103,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBadMessages == 0 {
 		o.MaxBadMessages = DefaultMaxBadMessages
-	}
-	if o.ReadBufferSize <= 0 {
-		o.ReadBufferSize = DefaultReadBufferSize
-	}
-	if o.WriteBufferSize <= 0 {
-		o.WriteBufferSize = DefaultWriteBufferSize
 	}
 	return o
 }

@@ -1,6 +1,10 @@
 package wsgateway
 
-import "sync"
+import (
+	"sync"
+
+	"tvsm/internal/platform/wsframe"
+)
 
 // queue is a bounded FIFO of outgoing messages. Unlike a buffered channel it
 // holds no memory while empty, which matters for many idle connections.
@@ -73,20 +77,29 @@ func (q *queue) push(msg []byte, limit int) bool {
 	return true
 }
 
-// pop removes the oldest message; ok is false when the queue is empty.
-func (q *queue) pop() (msg []byte, ok bool) {
+// frames pops queued messages and appends each to dst as a text frame,
+// until dst holds maxBatch bytes or more, or the close marker is reached:
+// closing says it was (and it is popped too).
+func (q *queue) frames(dst []byte) (_ []byte, msgs int, closing bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.items) == 0 {
-		return nil, false
+	i := 0
+	for i < len(q.items) && len(dst) < maxBatch {
+		msg := q.items[i]
+		q.items[i] = nil
+		i++
+		if msg == nil { // CloseAfterFlush's marker
+			closing = true
+			break
+		}
+		dst = wsframe.AppendFrame(dst, wsframe.OpText, msg, false)
+		msgs++
 	}
-	msg = q.items[0]
-	q.items[0] = nil
-	q.items = q.items[1:]
+	q.items = q.items[i:]
 	if len(q.items) == 0 {
 		q.items = nil // release the backing array
 	}
-	return msg, true
+	return dst, msgs, closing
 }
 
 // pushClose appends a marker (a nil item) that tells the writer to close the

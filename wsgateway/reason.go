@@ -1,9 +1,6 @@
 package wsgateway
 
 import (
-	"errors"
-	"net"
-
 	"github.com/gorilla/websocket"
 )
 
@@ -76,19 +73,4 @@ func (r CloseReason) closeFrame() (code int, text string, ok bool) {
 		return websocket.CloseInternalServerErr, "internal error", true
 	}
 	return 0, "", false
-}
-
-// readReason classifies an error returned by ReadMessage.
-func readReason(err error) CloseReason {
-	var ce *websocket.CloseError
-	var ne net.Error
-	switch {
-	case errors.As(err, &ce):
-		return ReasonClientClosed
-	case errors.Is(err, websocket.ErrReadLimit):
-		return ReasonMessageTooBig
-	case errors.As(err, &ne) && ne.Timeout():
-		return ReasonTimeout
-	}
-	return ReasonReadError
 }

@@ -1,13 +1,16 @@
 package wsgateway
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/gorilla/websocket"
 
 	"tvsm/internal/platform/connlimit"
+	"tvsm/internal/platform/wsframe"
 )
 
 // ErrClosed is returned by Upgrade once the hub is shutting down.
@@ -40,18 +43,20 @@ func (h *Hub) Upgrade(w http.ResponseWriter, r *http.Request, id Identity) error
 			h.addrs.Release(key)
 		}
 	}
-	ws, err := h.upgrader.Upgrade(deadlineHijacker{w}, r, nil)
+	ws, err := h.upgrader.Upgrade(hijacker{w}, r, nil)
 	if err != nil {
 		release()
 		return fmt.Errorf("wsgateway: upgrade device %d: %w", deviceID, err)
 	}
-	c := newConn(h, ws, id)
+	// gorilla did the handshake; the connection reads and writes its
+	// frames itself from here on, so gorilla's Conn and its buffers go.
+	c := newConn(h, ws.NetConn(), id)
 	c.release = release
 	if !h.add(c) {
 		// Shut down between the check and the upgrade: say goodbye inline.
 		code, text, _ := ReasonShutdown.closeFrame()
-		_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), c.deadline())
-		_ = ws.Close()
+		_ = c.writeControl(wsframe.OpClose, websocket.FormatCloseMessage(code, text))
+		_ = c.nc.Close()
 		release()
 		return ErrClosed
 	}
@@ -60,4 +65,14 @@ func (h *Hub) Upgrade(w http.ResponseWriter, r *http.Request, id Identity) error
 	}
 	c.start()
 	return nil
+}
+
+// hijacker hands gorilla's Upgrader the connection of a response writer
+// that middleware may have wrapped: http.ResponseController finds the
+// server's own through the wrappers' Unwrap methods.
+type hijacker struct{ http.ResponseWriter }
+
+// Hijack implements http.Hijacker.
+func (w hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(w.ResponseWriter).Hijack()
 }

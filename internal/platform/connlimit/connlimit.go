@@ -14,10 +14,12 @@
 package connlimit
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -186,6 +188,19 @@ func (c *conn) Close() error {
 	})
 	return err
 }
+
+// SyscallConn gives the socket of a connection that has one, so that the
+// websocket gateway may read it with read(2) itself: the wrapper changes
+// nothing of what is read or written.
+func (c *conn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errNoSocket
+}
+
+// errNoSocket is SyscallConn's answer for a connection without a socket.
+var errNoSocket = errors.New("connlimit: the connection has no socket")
 
 // remoteKey returns the Key of c's client, false when c is not over IP.
 func remoteKey(c net.Conn) (netip.Prefix, bool) {

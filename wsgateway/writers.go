@@ -1,0 +1,146 @@
+package wsgateway
+
+import (
+	"runtime"
+	"sync"
+
+	"tvsm/internal/platform/supervise"
+)
+
+// A connection with something to write used to get a goroutine of its
+// own for it: in a broadcast, one started and ended per message, and with
+// them the scheduler's work, about a tenth of the node's CPU. Now a TCP
+// connection is handed to one of the hub's write lanes (one per core),
+// whose goroutine writes to each connection in turn without waiting on its
+// socket. Only a connection whose socket is full, or whose lock is taken
+// (a pong, a close frame under way), or that has a ping due, gets a writer
+// goroutine (writeLoop) that may wait; the others never hold a lane up.
+
+// writeLanes are the hub's write lanes.
+type writeLanes []writeLane
+
+// writeLane lists the connections whose turn to write has come; a
+// goroutine drains it while it is not empty.
+type writeLane struct {
+	mu      sync.Mutex
+	queue   []*Conn
+	spare   []*Conn // the queue's other slice, swapped in by drain
+	running bool
+	frames  []byte // the frames of the turn under way, drain's own
+}
+
+func newWriteLanes() writeLanes { return make(writeLanes, runtime.GOMAXPROCS(0)) }
+
+// schedule gives c a turn on its lane; the caller holds c's writer role.
+func (ls writeLanes) schedule(c *Conn) {
+	l := &ls[c.seq%uint64(len(ls))]
+	l.mu.Lock()
+	l.queue = append(l.queue, c)
+	start := !l.running
+	l.running = true
+	l.mu.Unlock()
+	if start {
+		go l.drain()
+	}
+}
+
+// drain gives the listed connections their turns until none is left.
+func (l *writeLane) drain() {
+	for {
+		l.mu.Lock()
+		if len(l.queue) == 0 {
+			l.running = false
+			l.mu.Unlock()
+			return
+		}
+		turns := l.queue
+		l.queue, l.spare = l.spare[:0], nil
+		l.mu.Unlock()
+		for i, c := range turns {
+			l.frames = c.writeTurn(l.frames)
+			turns[i] = nil
+		}
+		l.mu.Lock()
+		l.spare = turns[:0]
+		l.mu.Unlock()
+	}
+}
+
+// writeTurn writes what c has queued without waiting on its socket, with
+// buf as room for the frames, and returns buf for the next turn. The
+// writer role ends here, or passes to a writer goroutine.
+func (c *Conn) writeTurn(buf []byte) []byte {
+	defer supervise.Recover(c.hub.opts.Logger, panicComponent, func(*supervise.Panic) {
+		c.close(ReasonInternalError)
+		c.q.releaseWriter(true, false)
+	})
+	for {
+		select {
+		case <-c.done:
+			c.q.releaseWriter(true, false)
+			return buf
+		default:
+		}
+		if c.pingDue.Load() {
+			go c.writeLoop()
+			return buf
+		}
+		var msgs int
+		var closing bool
+		buf, msgs, closing = c.q.frames(buf[:0])
+		if msgs > 0 {
+			if !c.wmu.TryLock() {
+				go c.writeRest(append([]byte(nil), buf...), msgs, false)
+				return buf
+			}
+			n, err := c.writeNow(buf)
+			switch {
+			case err != nil:
+				c.wmu.Unlock()
+				c.close(ReasonWriteError)
+				c.q.releaseWriter(true, false)
+				return buf
+			case n < len(buf):
+				// The socket is full: a goroutine waits to write the rest,
+				// holding the lock, so that no frame comes between.
+				go c.writeRest(append([]byte(nil), buf[n:]...), msgs, true)
+				return buf
+			}
+			c.wmu.Unlock()
+			c.hub.stats.sent.Add(uint64(msgs))
+		}
+		if closing {
+			c.close(c.q.closeReason())
+			c.q.releaseWriter(true, false)
+			return buf
+		}
+		if msgs == 0 && c.q.releaseWriter(false, c.pingDue.Load()) {
+			return buf
+		}
+	}
+}
+
+// writeRest writes frames of msgs messages left over by a turn, then goes
+// on as the connection's writer goroutine. locked says the turn left wmu
+// taken for it.
+func (c *Conn) writeRest(frames []byte, msgs int, locked bool) {
+	defer supervise.Recover(c.hub.opts.Logger, panicComponent, func(*supervise.Panic) {
+		c.close(ReasonInternalError)
+		c.q.releaseWriter(true, false)
+	})
+	if !locked {
+		c.wmu.Lock()
+	}
+	err := errCloseSent
+	if !c.closeSent {
+		err = c.writeLocked(frames)
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.close(ReasonWriteError)
+		c.q.releaseWriter(true, false)
+		return
+	}
+	c.hub.stats.sent.Add(uint64(msgs))
+	c.writeLoop()
+}
