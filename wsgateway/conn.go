@@ -126,7 +126,7 @@ func (c *Conn) Seq() uint64 { return c.seq }
 // CloseCode returns the close code that ended the connection: the server's
 // for a close it initiated (1001, 1008, 1013, 4001, 4003), the device's for
 // one the device initiated (1005 when its frame had no code), 1009 for an
-// over-long device message (gorilla sends it), and 1006 (abnormal closure)
+// over-long device message (the reader sends it), and 1006 (abnormal closure)
 // when no close frame was exchanged. Meaningful once the connection has
 // ended (in OnClose).
 func (c *Conn) CloseCode() int {

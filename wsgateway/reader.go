@@ -141,8 +141,7 @@ func (r *frameReader) frame(op byte, payload []byte) error {
 	o := &c.hub.opts
 	switch op {
 	case wsframe.OpPing:
-		// As gorilla's default ping handler: a failed pong is the writer's
-		// to find.
+		// A failed pong is the writer's to find.
 		_ = c.writeControl(wsframe.OpPong, payload)
 		return nil
 	case wsframe.OpPong:
