@@ -58,6 +58,9 @@ func (l *writeLane) drain() {
 		l.mu.Unlock()
 		for i, c := range turns {
 			l.frames = c.writeTurn(l.frames)
+			if cap(l.frames) > maxKeptFrameBuffer {
+				l.frames = nil // a long message's room is not kept
+			}
 			turns[i] = nil
 		}
 		l.mu.Lock()
