@@ -277,21 +277,7 @@ func TestSessionEndsWhenTheServerHangsUpAfterAMessage(t *testing.T) {
 			defer stop()
 			// No deadline of the session's own: shut down from outside, a
 			// session also ends with the end of the stream.
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			ended := make(chan error, 1)
-			go func() {
-				_, err := sim.run(ctx, session{url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", h: h})
-				ended <- err
-			}()
-			var err error
-			select {
-			case err = <-ended:
-			case <-time.After(10 * time.Second):
-				cancel()
-				<-ended
-				t.Fatal("the session did not end when the server hung up")
-			}
+			err := runUntilEnd(t, sim, srv.URL, h, "the session did not end when the server hung up")
 			// gorilla names a stream that ends without a close frame 1006.
 			if code := closeCode(err); err == nil || code != 0 && code != websocket.CloseAbnormalClosure {
 				t.Fatalf("session ended with %v, want the end of the stream", err)
@@ -341,21 +327,7 @@ func TestSessionEndsOnAFrameAServerMustNotSend(t *testing.T) {
 				h := &echoHandler{}
 				sim, stop := newTestSim(t, reader, srv.URL)
 				defer stop()
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				ended := make(chan error, 1)
-				go func() {
-					_, err := sim.run(ctx, session{url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", h: h})
-					ended <- err
-				}()
-				var err error
-				select {
-				case err = <-ended:
-				case <-time.After(10 * time.Second):
-					cancel()
-					<-ended
-					t.Fatal("the session took the frame and went on")
-				}
+				err := runUntilEnd(t, sim, srv.URL, h, "the session took the frame and went on")
 				if err == nil || closeCode(err) != 0 {
 					t.Fatalf("session ended with %v, want an error of the frame", err)
 				}
@@ -378,5 +350,28 @@ func TestCloseFrameErrorCarriesTheCode(t *testing.T) {
 	}
 	if err := closeFrameError(nil); closeCode(err) != 1005 {
 		t.Fatalf("empty close frame read as %v", err)
+	}
+}
+
+// runUntilEnd runs a session of sim against the server at base until it
+// ends by itself, and returns how; after 10 s it is stopped from outside
+// and the test fails with stuck.
+func runUntilEnd(t *testing.T, sim *Sim, base string, h handler, stuck string) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := sim.run(ctx, session{url: "ws" + strings.TrimPrefix(base, "http") + "/ws", h: h})
+		ended <- err
+	}()
+	select {
+	case err := <-ended:
+		return err
+	case <-time.After(10 * time.Second):
+		cancel()
+		<-ended
+		t.Fatal(stuck)
+		return nil
 	}
 }
