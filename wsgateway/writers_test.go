@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // Given a device that reads late, when a message bigger than the socket's
@@ -70,5 +72,42 @@ func TestATakenLockHandsTheTurnToAWriter(t *testing.T) {
 		if got := readEnvelope(t, ws).ID; got != strconv.Itoa(i) {
 			t.Fatalf("message %d: id %q", i, got)
 		}
+	}
+}
+
+// Given more connections with something to write than one drainer gives
+// turns to, when one message goes to each at once, then every device gets
+// it and the lanes end empty, with no drainer left waiting.
+func TestDrainersLeaveNoTurnBehind(t *testing.T) {
+	const devices = 5*turnsPerDrainer + 7
+	e := newEnv(t, Options{})
+	conns := make([]*websocket.Conn, devices)
+	for i := range conns {
+		conns[i] = e.dial(t, int64(i+1), nil)
+	}
+	for i := range devices {
+		if !e.hub.Send(int64(i+1), command(t, strconv.Itoa(i+1), `{}`)) {
+			t.Fatalf("send to %d refused", i+1)
+		}
+	}
+	for i, ws := range conns {
+		if got := readEnvelope(t, ws).ID; got != strconv.Itoa(i+1) {
+			t.Fatalf("device %d got %q", i+1, got)
+		}
+	}
+	waitFor(t, 5*time.Second, func() bool {
+		for i := range e.hub.lanes {
+			l := &e.hub.lanes[i]
+			l.mu.Lock()
+			idle := len(l.queue) == 0 && l.waiting == 0
+			l.mu.Unlock()
+			if !idle {
+				return false
+			}
+		}
+		return true
+	}, "the lanes empty")
+	if s := e.hub.Stats(); s.MessagesSent != devices {
+		t.Fatalf("sent %d, want %d", s.MessagesSent, devices)
 	}
 }
