@@ -48,19 +48,29 @@ func (ls writeLanes) schedule(c *Conn) {
 	l := &ls[c.seq%uint64(len(ls))]
 	l.mu.Lock()
 	l.queue = append(l.queue, c)
-	start := len(l.queue) > l.waiting*turnsPerDrainer
-	if start {
-		l.waiting++
-	}
+	start := l.needDrainer()
 	l.mu.Unlock()
 	if start {
 		go l.drain()
 	}
 }
 
+// needDrainer reports, with mu held, whether a drainer is to be started
+// for the connections listed beyond what the waiting ones will take, and
+// counts it as waiting. So the waiting drainers always take every listed
+// connection (len(queue) ≤ waiting × turnsPerDrainer after each schedule
+// and each take), and a drainer need not look again when it ends.
+func (l *writeLane) needDrainer() bool {
+	if len(l.queue) <= l.waiting*turnsPerDrainer {
+		return false
+	}
+	l.waiting++
+	return true
+}
+
 // drain gives up to turnsPerDrainer listed connections their turns.
 func (l *writeLane) drain() {
-	var frames []byte
+	var frames []byte // the turns' frames, reused
 	l.mu.Lock()
 	l.waiting--
 	n := min(len(l.queue), turnsPerDrainer)
@@ -77,15 +87,6 @@ func (l *writeLane) drain() {
 		if cap(frames) > maxKeptFrameBuffer {
 			frames = nil
 		}
-	}
-	l.mu.Lock()
-	start := len(l.queue) > l.waiting*turnsPerDrainer
-	if start {
-		l.waiting++
-	}
-	l.mu.Unlock()
-	if start {
-		go l.drain()
 	}
 }
 
