@@ -72,6 +72,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.ConnectRate, "connect-rate", 0, "devices a second starting to connect, over all client processes (0: 2,000 per process)")
 	fs.StringVar(&o.ProfileDir, "profile-dir", "", "`directory` to save a CPU profile of every node during the broadcast in, and of every client process from its first device having the message until its last")
 	fs.StringVar(&o.ClientReader, "client-reader", "", "how the client processes read their websockets: epoll or goroutine (tvsm simulate -reader; empty: its default)")
+	fs.BoolVar(&o.NoReceipts, "no-receipts", false, "the devices send no acknowledgement (tvsm simulate -no-receipts): what receipts cost the nodes, against the same run without it")
 	fs.IntVar(&o.Messages, "messages", 1, "user_messages to send, --interval apart: CPU per message is then read over them all (the times are the last one's)")
 	fs.DurationVar(&o.Interval, "interval", 500*time.Millisecond, "time between two messages; longer than a broadcast's delivery")
 	fs.BoolVar(&o.FreshNodes, "fresh-nodes", false, "start the nodes again before the devices' second connection, so that memory per connection is read on fresh processes")

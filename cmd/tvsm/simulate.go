@@ -58,6 +58,7 @@ func simulateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&o.StopAfterCommands, "stop-after-commands", 0, "exit once every device received `n` commands (0: run until interrupted)")
 	fs.BoolVar(&o.Hold, "hold", false, "with -stop-after-commands: report (with -json) once every device received them, and keep the devices connected until interrupted")
 	fs.StringVar(&o.CentrifugoChannel, "centrifugo-channel", "", "be clients of a Centrifugo server at -url subscribed to this `channel`, rather than devices of a tvsm node")
+	fs.BoolVar(&o.NoReceipts, "no-receipts", false, "send no acknowledgement and no confirmation (the Device API asks for them): what receipts cost a server")
 	fs.StringVar(&o.Reader, "reader", "", "how devices read their websockets: epoll (one goroutine waiting on every socket; Linux, the default there) or goroutine (one per connection)")
 	fs.StringVar(&admin, "admin", "", "`login:password` of an admin: create missing accounts first")
 	fs.Int64Var(&o.Tariff, "tariff", 0, "with -admin: subscribe created accounts to this tariff `id`")

@@ -84,6 +84,10 @@ type BroadcastOptions struct {
 	// ClientReader is how the client processes read their websockets
 	// (`tvsm simulate -reader`: epoll or goroutine; empty: its default).
 	ClientReader string
+	// NoReceipts has the devices send no acknowledgement and no
+	// confirmation (`tvsm simulate -no-receipts`): what receipts cost the
+	// nodes, measured against the same run with them.
+	NoReceipts bool
 	// Centrifugo, when set, is a Centrifugo executable: the scenario then
 	// runs against it (one node) instead of tvsm, the same client
 	// processes subscribing to one channel, the message published there.
@@ -142,6 +146,8 @@ type BroadcastResult struct {
 	// lost to another node's and the delivery rounds given up (then
 	// retried a second later), over the whole run.
 	ClaimConflicts, ClaimFailures int
+	// NoReceipts says the devices sent no acknowledgement (the option).
+	NoReceipts bool
 	// SendClaims counts the sends whose append carried the claim of the
 	// node that took them (the rest were claimed in appends of their own).
 	SendClaims int
@@ -258,6 +264,9 @@ func (r BroadcastResult) String() string {
 	s += fmt.Sprintf("\nappends from the wait for quiet to the last delivery: %d, holding %d events", r.Appends, r.EventsAppended)
 	s += fmt.Sprintf("\nthe servers fell quiet %v after the devices connected", r.Quiet.Round(100*time.Millisecond))
 	s += fmt.Sprintf("\nsends whose append carried the receiving node's claim: %d of %d", r.SendClaims, max(r.Messages, 1))
+	if r.NoReceipts {
+		s += "\nthe devices sent no acknowledgement (--no-receipts): the Device API asks for one"
+	}
 	s += "\n" + r.CPU.String()
 	if len(r.PerNode) > 1 {
 		s += fmt.Sprintf("\ndelivery claims lost to another node: %d; delivery rounds given up: %d", r.ClaimConflicts, r.ClaimFailures)
@@ -324,7 +333,7 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	}
 	defer c.stop()
 	res := BroadcastResult{Devices: o.Devices, Procs: o.Procs, Nodes: o.Nodes, PerNode: make([]NodeMemory, o.Nodes),
-		Messages: o.Messages, Interval: o.Interval}
+		Messages: o.Messages, Interval: o.Interval, NoReceipts: o.NoReceipts}
 
 	first := c.nodes[0]
 	provider, tariff, err := first.catalog(ctx)
@@ -654,7 +663,11 @@ func (c *cluster) connectAll(ctx context.Context, o BroadcastOptions, provider i
 	cl, err := startClients(ctx, clientPlan{binary: o.Binary, devices: o.Devices, procs: o.Procs, connectRate: o.ConnectRate, commands: o.Messages, log: o.Log,
 		reader: o.ClientReader, profileDir: o.ProfileDir,
 		args: func(i int) []string {
-			return []string{"--url", urls[i%len(urls)], "--provider", strconv.FormatInt(provider, 10), "--password", "bench"}
+			args := []string{"--url", urls[i%len(urls)], "--provider", strconv.FormatInt(provider, 10), "--password", "bench"}
+			if o.NoReceipts {
+				args = append(args, "--no-receipts")
+			}
+			return args
 		}})
 	if err != nil {
 		return nil, err

@@ -32,6 +32,7 @@ func TestBroadcastSmall(t *testing.T) {
 		{Devices: 20, Procs: 2, Settle: 100 * time.Millisecond, ClientReader: "goroutine"}, // the default is epoll on Linux
 		{Devices: 60, Procs: 3, Nodes: 3, ProfileDir: t.TempDir(), ProfileSeconds: 1, Settle: 100 * time.Millisecond},
 		{Devices: 20, Procs: 1, Backend: BackendESDB, Settle: 100 * time.Millisecond, Messages: 3, Interval: 300 * time.Millisecond},
+		{Devices: 20, Procs: 1, Settle: 100 * time.Millisecond, NoReceipts: true},
 	} {
 		log := new(testutil.SyncBuffer)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -62,7 +63,8 @@ func TestBroadcastSmall(t *testing.T) {
 		if onDouble := o.Nodes > 1 || o.Backend == BackendESDB; onDouble != (res.CPU.Double > 0) {
 			t.Errorf("double's CPU %v, want some only on the double", res.CPU.Double)
 		}
-		if s := res.String(); !strings.Contains(s, fmt.Sprintf("all %d devices after", o.Devices)) {
+		if s := res.String(); !strings.Contains(s, fmt.Sprintf("all %d devices after", o.Devices)) ||
+			strings.Contains(s, "no acknowledgement (--no-receipts)") != o.NoReceipts {
 			t.Errorf("report %q", s)
 		}
 		for i, n := range res.PerNode {

@@ -234,6 +234,22 @@ func (h *deviceHandler) message(data []byte, out replies) error {
 	arrived := time.Now()
 	s := h.s
 	s.c.Commands.Add(1)
+	if !s.opts.NoReceipts {
+		if err := h.receipts(id, command, out); err != nil {
+			return err
+		}
+	}
+	h.got++
+	s.gotCommand(h.got, arrived)
+	if h.got == s.opts.StopAfterCommands {
+		s.gotAll(arrived)
+	}
+	return nil
+}
+
+// receipts acknowledges command id and confirms it when it asks for it.
+func (h *deviceHandler) receipts(id, command []byte, out replies) error {
+	s := h.s
 	if err := out.send(h.reply("ack", id)); err != nil {
 		return err
 	}
@@ -243,11 +259,6 @@ func (h *deviceHandler) message(data []byte, out replies) error {
 			return err
 		}
 		s.c.Confirms.Add(1)
-	}
-	h.got++
-	s.gotCommand(h.got, arrived)
-	if h.got == s.opts.StopAfterCommands {
-		s.gotAll(arrived)
 	}
 	return nil
 }

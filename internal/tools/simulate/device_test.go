@@ -159,3 +159,35 @@ func TestEpollDeviceAcknowledgesWithoutAllocating(t *testing.T) {
 		t.Fatalf("%d allocations for %d first commands (%.2f a message)", allocs, devices, float64(allocs)/devices)
 	}
 }
+
+// recordedReplies keeps what a handler sends.
+type recordedReplies struct{ sent []string }
+
+func (r *recordedReplies) send(msg []byte) error { r.sent = append(r.sent, string(msg)); return nil }
+func (r *recordedReplies) settled()              {}
+
+// A device acknowledges every command and confirms one that asks for it;
+// with NoReceipts it sends neither, and still counts the command.
+func TestReceiptsAndNoReceipts(t *testing.T) {
+	confirm := []byte(`{"type":"command","id":"12.0.7","command":{"command":"user_message","type":"confirm","text":"hi"}}`)
+	for _, noReceipts := range []bool{false, true} {
+		sim, err := New(Options{URL: "http://127.0.0.1:1", Devices: 1, Provider: 1, NoReceipts: noReceipts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &recordedReplies{}
+		if err := newDeviceHandler(sim).message(confirm, out); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{`{"type":"ack","id":"12.0.7"}`, `{"type":"confirm","id":"12.0.7"}`}
+		if noReceipts {
+			want = nil
+		}
+		if strings.Join(out.sent, "|") != strings.Join(want, "|") {
+			t.Errorf("NoReceipts %t: sent %q, want %q", noReceipts, out.sent, want)
+		}
+		if got := sim.c.Commands.Load(); got != 1 {
+			t.Errorf("NoReceipts %t: %d commands counted, want 1", noReceipts, got)
+		}
+	}
+}

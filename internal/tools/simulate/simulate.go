@@ -74,6 +74,11 @@ type Options struct {
 	// publication in it as a command. Centrifugo's clients acknowledge
 	// nothing; they answer the server's pings. No login, no viewing.
 	CentrifugoChannel string
+	// NoReceipts makes the devices send no acknowledgement and no
+	// confirmation, which the Device API asks of them: it measures what
+	// reading and recording receipts costs a server, against a peer whose
+	// clients send nothing (Centrifugo's).
+	NoReceipts bool
 	// Reader is how devices read their websockets: ReaderEpoll (the
 	// default on Linux), one goroutine of the process waiting on every
 	// socket, or ReaderGoroutine, a goroutine per connection (the default
