@@ -246,13 +246,17 @@ func (c *Conn) kick() {
 	}
 }
 
+// writerPanicked ends a connection whose writer (a turn, writeRest or
+// writeLoop) panicked, giving up the writer role.
+func (c *Conn) writerPanicked(*supervise.Panic) {
+	c.close(ReasonInternalError)
+	c.q.releaseWriter(true, false)
+}
+
 // writeLoop writes a due ping and the queued messages, and ends when there
 // is nothing more to write or the connection is closing.
 func (c *Conn) writeLoop() {
-	defer supervise.Recover(c.hub.opts.Logger, panicComponent, func(*supervise.Panic) {
-		c.close(ReasonInternalError)
-		c.q.releaseWriter(true, false)
-	})
+	defer supervise.Recover(c.hub.opts.Logger, panicComponent, c.writerPanicked)
 	for {
 		if c.pingDue.Swap(false) {
 			if err := c.writeControl(wsframe.OpPing, nil); err != nil {

@@ -74,19 +74,18 @@ func (l *writeLane) drain() {
 	l.mu.Lock()
 	l.waiting--
 	n := min(len(l.queue), turnsPerDrainer)
-	turns := make([]*Conn, n)
-	copy(turns, l.queue)
-	clear(l.queue[:n])
+	turns := l.queue[:n:n] // no longer the queue's: appends go past it
 	l.queue = l.queue[n:]
 	if len(l.queue) == 0 {
 		l.queue = nil
 	}
 	l.mu.Unlock()
-	for _, c := range turns {
+	for i, c := range turns {
 		frames = c.writeTurn(frames)
 		if cap(frames) > maxKeptFrameBuffer {
 			frames = nil
 		}
+		turns[i] = nil
 	}
 }
 
@@ -94,10 +93,7 @@ func (l *writeLane) drain() {
 // buf as room for the frames, and returns buf for the next turn. The
 // writer role ends here, or passes to a writer goroutine.
 func (c *Conn) writeTurn(buf []byte) []byte {
-	defer supervise.Recover(c.hub.opts.Logger, panicComponent, func(*supervise.Panic) {
-		c.close(ReasonInternalError)
-		c.q.releaseWriter(true, false)
-	})
+	defer supervise.Recover(c.hub.opts.Logger, panicComponent, c.writerPanicked)
 	for {
 		select {
 		case <-c.done:
@@ -148,10 +144,7 @@ func (c *Conn) writeTurn(buf []byte) []byte {
 // on as the connection's writer goroutine. locked says the turn left wmu
 // taken for it.
 func (c *Conn) writeRest(frames []byte, msgs int, locked bool) {
-	defer supervise.Recover(c.hub.opts.Logger, panicComponent, func(*supervise.Panic) {
-		c.close(ReasonInternalError)
-		c.q.releaseWriter(true, false)
-	})
+	defer supervise.Recover(c.hub.opts.Logger, panicComponent, c.writerPanicked)
 	if !locked {
 		c.wmu.Lock()
 	}
