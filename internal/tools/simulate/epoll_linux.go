@@ -6,40 +6,27 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"sync"
 	"syscall"
 	"time"
 	"unsafe"
 
+	"tvsm/internal/platform/epoll"
 	"tvsm/internal/platform/wsframe"
 )
 
 // A device's goroutine blocked in a read is woken through the Go runtime's
 // netpoller for each message, and the wakeups, not the reading, were most
 // of the simulator's CPU per message. The poller instead takes the
-// sockets from the runtime (a duplicate of each descriptor) and one
-// goroutine waits on all of them with epoll: a wakeup brings every socket
-// ready by then, read with one read(2) each and decoded by a
-// wsframe.Decoder (the server's frames arrive unmasked); the replies are
-// written at once with write(2). The device's goroutine waits, parked,
-// until its session ends.
-//
-// The poller's goroutine does not block in epoll_wait itself: a thread
-// blocked in a system call must win a P back when it returns, which on a
-// busy machine delayed the first message by tens to hundreds of
-// milliseconds. The epoll descriptor is handed to the runtime's own
-// poller instead (an epoll descriptor is readable while it has events), so
-// the goroutine parks like any reader and calls epoll_wait only when it
-// returns at once.
+// sockets from the runtime and one goroutine waits on all of them (package
+// epoll): a wakeup brings every socket ready by then, read with one
+// read(2) each and decoded by a wsframe.Decoder (the server's frames
+// arrive unmasked); the replies are written at once with write(2). The
+// device's goroutine waits, parked, until its session ends.
 
 // epollSupported tells that ReaderEpoll runs here.
-const epollSupported = true
-
-// epollET is EPOLLET as the event mask's type holds it (syscall declares
-// it negative).
-const epollET = 1 << 31
+const epollSupported = epoll.Supported
 
 // maxClientHead is the longest head of a client's frame: two bytes, a
 // length of eight and a mask of four.
@@ -50,97 +37,35 @@ const writeTimeout = 10 * time.Second
 
 // poller reads the sockets it was given until stopped.
 type poller struct {
-	epfd   int
-	ep     *os.File        // epfd, owned by the runtime's poller
-	raw    syscall.RawConn // waits for ep to be readable
-	wakeR  int             // the read end of a pipe that ends the loop
-	wakeW  int
-	mu     sync.Mutex
-	conns  map[int32]*pollConn
-	ended  chan struct{}
-	closed bool
+	ep    *epoll.Poller
+	mu    sync.Mutex
+	conns map[int32]*pollConn
 }
 
 // newPoller starts a poller.
 func newPoller() (*poller, error) {
-	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	p := &poller{conns: map[int32]*pollConn{}}
+	ep, err := epoll.New(p.ready)
 	if err != nil {
-		return nil, fmt.Errorf("simulate: epoll: %w", err)
+		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	var pipe [2]int
-	if err := syscall.Pipe2(pipe[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
-		_ = syscall.Close(epfd)
-		return nil, fmt.Errorf("simulate: pipe: %w", err)
-	}
-	if err := syscall.SetNonblock(epfd, true); err != nil {
-		_ = syscall.Close(epfd)
-		return nil, fmt.Errorf("simulate: epoll: %w", err)
-	}
-	p := &poller{epfd: epfd, ep: os.NewFile(uintptr(epfd), "epoll"), wakeR: pipe[0], wakeW: pipe[1], conns: map[int32]*pollConn{}, ended: make(chan struct{})}
-	raw, err := p.ep.SyscallConn()
-	if err != nil {
-		p.closeFDs()
-		return nil, fmt.Errorf("simulate: epoll: %w", err)
-	}
-	p.raw = raw
-	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, p.wakeR, &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(p.wakeR)}); err != nil {
-		p.closeFDs()
-		return nil, fmt.Errorf("simulate: epoll: %w", err)
-	}
-	go p.loop()
+	p.ep = ep
 	return p, nil
 }
 
-// stop ends the loop and waits for it; the sessions must have ended.
-func (p *poller) stop() {
-	_, _ = syscall.Write(p.wakeW, []byte{0})
-	<-p.ended
-	p.closeFDs()
-}
+// stop ends the poller; the sessions must have ended.
+func (p *poller) stop() { p.ep.Stop() }
 
-func (p *poller) closeFDs() {
-	_ = p.ep.Close()
-	_ = syscall.Close(p.wakeR)
-	_ = syscall.Close(p.wakeW)
-}
-
-// loop waits for sockets to be readable and reads them, in turn.
-func (p *poller) loop() {
-	defer close(p.ended)
-	events := make([]syscall.EpollEvent, 256)
-	// One closure for every wait: a closure made in the loop would take
-	// its captures to the heap at every wakeup.
-	var n int
-	var waitErr error
-	wait := func(fd uintptr) bool {
-		n, waitErr = rawEpollWait(int(fd), events)
-		if waitErr == syscall.EINTR {
-			n, waitErr = 0, nil
-		}
-		return waitErr != nil || n > 0 // none ready: park until ep is readable
+// ready reads socket fd, on the poller's goroutine.
+func (p *poller) ready(fd int32, events uint32) {
+	p.mu.Lock()
+	c := p.conns[fd]
+	p.mu.Unlock()
+	if c == nil {
+		return
 	}
-	for {
-		err := p.raw.Read(wait)
-		if err == nil {
-			err = waitErr
-		}
-		if err != nil {
-			panic(fmt.Sprintf("simulate: epoll_wait: %v", err)) // a bad descriptor: a bug of ours
-		}
-		for _, ev := range events[:n] {
-			if int(ev.Fd) == p.wakeR {
-				return
-			}
-			p.mu.Lock()
-			c := p.conns[ev.Fd]
-			p.mu.Unlock()
-			if c == nil {
-				continue
-			}
-			if err := c.readable(ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP) != 0); err != nil {
-				p.end(c, err)
-			}
-		}
+	if err := c.readable(events&(epoll.RDHup|epoll.Hup) != 0); err != nil {
+		p.end(c, err)
 	}
 }
 
@@ -172,7 +97,7 @@ func (p *poller) serve(ctx context.Context, fd int, rest []byte, s session) erro
 		p.mu.Lock()
 		p.conns[int32(fd)] = c
 		p.mu.Unlock()
-		return syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, fd, &syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollET, Fd: int32(fd)})
+		return p.ep.Add(fd, epoll.In|epoll.RDHup|epoll.ET)
 	}()
 	if err != nil {
 		p.end(c, err)
@@ -185,7 +110,7 @@ func (p *poller) end(c *pollConn, err error) {
 	p.mu.Lock()
 	delete(p.conns, int32(c.fd))
 	p.mu.Unlock()
-	_ = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, c.fd, nil) // not registered yet: nothing to undo
+	p.ep.Del(c.fd)
 	c.mu.Lock()
 	c.closed = true
 	_ = syscall.Close(c.fd)
@@ -217,7 +142,7 @@ type pollConn struct {
 func (c *pollConn) readable(hangup bool) error {
 	for {
 		room := c.frames.Space(nil)
-		n, err := rawRead(c.fd, room)
+		n, err := epoll.Read(c.fd, room)
 		switch {
 		case err == syscall.EAGAIN:
 			return nil
@@ -276,7 +201,7 @@ func (c *pollConn) write(op byte, payload []byte) error {
 	b := c.wbuf
 	var until time.Time
 	for len(b) > 0 {
-		n, err := rawWrite(c.fd, b)
+		n, err := epoll.Write(c.fd, b)
 		switch {
 		case n > 0:
 			b = b[n:]
@@ -331,69 +256,11 @@ func waitWritable(fd int, until time.Time) error {
 
 var errWriteTimeout = errors.New("no room in the socket's buffer for 10 s")
 
-// takeFD takes conn's socket from the Go runtime: a duplicate of its
-// descriptor (non-blocking, as the runtime set it, and close-on-exec),
-// then conn closed, which removes the runtime's interest in it.
+// takeFD takes conn's socket from the Go runtime (epoll.TakeFD).
 func takeFD(conn net.Conn) (int, error) {
 	tc, ok := conn.(*net.TCPConn)
 	if !ok {
 		return -1, fmt.Errorf("simulate: %T is no TCP connection", conn)
 	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	fd := -1
-	var dupErr error
-	if err := rc.Control(func(orig uintptr) {
-		r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, orig, syscall.F_DUPFD_CLOEXEC, 0)
-		if errno != 0 {
-			dupErr = errno
-			return
-		}
-		fd = int(r)
-	}); err != nil {
-		return -1, err
-	}
-	if dupErr != nil {
-		return -1, dupErr
-	}
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		_ = syscall.Close(fd)
-		return -1, err
-	}
-	_ = tc.Close()
-	return fd, nil
-}
-
-// The sockets are non-blocking and epoll_wait is called without a timeout,
-// so these system calls never wait: they are made raw, without telling the
-// runtime. Its bookkeeping around a system call (the P handed over, and
-// sysmon waking every 20 µs while calls go on, to take it back) was a
-// tenth of the simulator's CPU per message.
-
-func rawRead(fd int, p []byte) (int, error) { return rawIO(syscall.SYS_READ, fd, p) }
-
-func rawWrite(fd int, p []byte) (int, error) { return rawIO(syscall.SYS_WRITE, fd, p) }
-
-// rawIO makes read(2) or write(2) (trap) of fd with p.
-func rawIO(trap uintptr, fd int, p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, _, errno := syscall.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
-}
-
-// rawEpollWait returns the events ready now (epoll_pwait: every
-// architecture has it), waiting for none.
-func rawEpollWait(epfd int, events []syscall.EpollEvent) (int, error) {
-	n, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
+	return epoll.TakeFD(tc)
 }
