@@ -2,12 +2,9 @@ package wsgateway
 
 import (
 	"errors"
-	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -16,20 +13,25 @@ import (
 	"tvsm/internal/platform/wsframe"
 )
 
-// Conn is one device connection. It is created by Hub.Upgrade. A reader
-// goroutine runs for its whole life. Queued messages are written by a
-// turn on the hub's write lanes (a TCP socket), or by a writer goroutine
-// that runs only while there is something to write and may wait on the
-// socket (a full socket, a ping, any other connection), so that an idle
-// connection holds one goroutine's stack, not two. Pings are due by a
+// Conn is one device connection. It is created by Hub.Upgrade. Its TCP
+// socket is read by one of the hub's pollers (on Linux); any other
+// connection has a reader goroutine for its whole life. Queued messages
+// are written by a turn on the hub's write lanes (a polled socket), or by
+// a writer goroutine that runs only while there is something to write and
+// may wait on the socket (a full socket, a ping, any other connection), so
+// that an idle polled connection holds no goroutine. Pings are due by a
 // runtime timer.
 type Conn struct {
 	hub *Hub
-	// nc is the device's socket once the handshake is done, and raw its
-	// system connection when it is TCP (nil otherwise): the reader and
-	// the writes then call read(2) and write(2) themselves.
+	// nc is the device's connection once the handshake is done. sock is its
+	// own descriptor of the TCP socket, read by a poller, when the hub took
+	// it from the runtime (polled): nc is then closed underneath and only
+	// its wrappers' Close is left to call.
 	nc          net.Conn
-	raw         syscall.RawConn
+	polled      bool
+	sock        socket
+	rd          frameReader // the poller's reader of sock
+	readAt      atomic.Int64
 	deviceID    int64
 	id          Identity
 	seq         uint64 // unique within the hub
@@ -50,16 +52,12 @@ type Conn struct {
 	writeStarted atomic.Int64
 	// wmu serialises the frames written to the socket: a writer's
 	// messages and pings, the reader's pongs and close replies, finish's
-	// close frame. closeSent (no frame may follow a close frame) and the
-	// raw write's state (wrest, werr, wnowait) are under it.
+	// close frame. closeSent (no frame may follow a close frame) is under
+	// it.
 	wmu        sync.Mutex
 	closeSent  bool
-	wrest      []byte
-	werr       error
-	wnowait    bool                  // writeRaw gives up on a full socket
-	rawWrite   func(fd uintptr) bool // c.writeRaw, made once
-	done       chan struct{}         // closed when the connection must end
-	readerDone chan struct{}         // closed when the reader goroutine returned
+	ended      atomic.Bool   // the connection must end: reason is set
+	readerDone chan struct{} // closed when reading ended
 	closeOnce  sync.Once
 	reason     CloseReason // set once before done is closed
 	// life says whether the connection was started and closed: finish runs
@@ -81,23 +79,12 @@ func newConn(h *Hub, nc net.Conn, id Identity) *Conn {
 		seq:         h.seq.Add(1),
 		connectedAt: h.opts.Clock(),
 		slot:        -1,
-		done:        make(chan struct{}),
 		readerDone:  make(chan struct{}),
 	}
-	if sc, ok := nc.(syscall.Conn); ok && rawIO && isTCP(nc) {
-		if raw, err := sc.SyscallConn(); err == nil {
-			c.raw = raw
-			c.rawWrite = c.writeRaw
-		}
+	if c.polled = h.takeSocket(&c.sock, nc, c.seq); c.polled {
+		c.readAt.Store(time.Now().UnixNano()) // the sweep may come before start
 	}
 	return c
-}
-
-// isTCP reports whether nc is a TCP connection, whose read(2) returns
-// everything the socket holds, up to the room given.
-func isTCP(nc net.Conn) bool {
-	_, ok := nc.LocalAddr().(*net.TCPAddr)
-	return ok
 }
 
 // Identity is who is connected: the device, its account and provider, as
@@ -130,9 +117,7 @@ func (c *Conn) Seq() uint64 { return c.seq }
 // when no close frame was exchanged. Meaningful once the connection has
 // ended (in OnClose).
 func (c *Conn) CloseCode() int {
-	select {
-	case <-c.done:
-	default:
+	if !c.ended.Load() {
 		return 0
 	}
 	if code, _, ok := c.reason.closeFrame(); ok {
@@ -155,10 +140,8 @@ func (c *Conn) CloseCode() int {
 // (an update command) and then end the connection. Messages queued after it
 // are not written. It reports false when the connection had already ended.
 func (c *Conn) CloseAfterFlush(r CloseReason) bool {
-	select {
-	case <-c.done:
+	if c.ended.Load() {
 		return false
-	default:
 	}
 	c.q.pushClose(r)
 	c.kick()
@@ -172,10 +155,8 @@ func (c *Conn) Close(r CloseReason) { c.close(r) }
 // Send queues msg without blocking and reports whether it was taken. When the
 // queue is full the connection is closed as a slow consumer.
 func (c *Conn) Send(msg []byte) bool {
-	select {
-	case <-c.done:
+	if c.ended.Load() {
 		return false
-	default:
 	}
 	if !c.q.push(msg, c.hub.opts.QueueSize) {
 		c.close(ReasonSlowConsumer)
@@ -191,7 +172,7 @@ func (c *Conn) Send(msg []byte) bool {
 func (c *Conn) close(r CloseReason) {
 	c.closeOnce.Do(func() {
 		c.reason = r
-		close(c.done)
+		c.ended.Store(true)
 		c.hub.Unregister(c)
 		c.life.Lock()
 		c.life.closed = true
@@ -203,10 +184,21 @@ func (c *Conn) close(r CloseReason) {
 	})
 }
 
-// start launches the reader and the ping timer. The caller (an HTTP
-// handler) may return at once, so memory it references can be collected.
+// start has the socket read (by a poller, or a reader goroutine) and arms
+// the ping timer. The caller (an HTTP handler) may return at once, so
+// memory it references can be collected.
 func (c *Conn) start() {
-	go c.readPump()
+	if c.polled {
+		c.rd = frameReader{c: c, dec: newDecoder(&c.hub.opts)}
+		c.rd.extend(time.Now())
+		if err := c.sock.register(c); err != nil {
+			c.hub.opts.Logger.Error("wsgateway: poll a socket", "err", err)
+			close(c.readerDone)
+			c.close(ReasonInternalError)
+		}
+	} else {
+		go c.readPump()
+	}
 	c.life.Lock()
 	c.life.started = true
 	closed := c.life.closed
@@ -238,7 +230,7 @@ func (c *Conn) ping() {
 // as a turn on the hub's write lanes for a TCP socket.
 func (c *Conn) kick() {
 	if c.q.claimWriter() {
-		if c.raw != nil {
+		if c.polled {
 			c.hub.lanes.schedule(c)
 		} else {
 			go c.writeLoop()
@@ -264,11 +256,9 @@ func (c *Conn) writeLoop() {
 			}
 		}
 		c.flush()
-		select {
-		case <-c.done:
+		if c.ended.Load() {
 			c.q.releaseWriter(true, false)
 			return
-		default:
 		}
 		if c.q.releaseWriter(false, c.pingDue.Load()) {
 			return
@@ -287,10 +277,8 @@ func (c *Conn) flush() {
 		}
 	}()
 	for {
-		select {
-		case <-c.done:
+		if c.ended.Load() {
 			return
-		default:
 		}
 		b, msgs, closing := c.q.frames((*buf)[:0])
 		*buf = b
@@ -354,6 +342,41 @@ func (c *Conn) controlLocked(op byte, payload []byte) error {
 	return c.writeLocked(wsframe.AppendFrame(room[:0], op, payload, false))
 }
 
+// replyControl writes a control frame in reply to the device (a pong, a
+// close frame). A poller's reader must not wait: the frame goes out now if
+// the lock is free and the socket takes it whole, else a goroutine writes
+// it, or its rest.
+func (c *Conn) replyControl(op byte, payload []byte) {
+	if !c.polled {
+		_ = c.writeControl(op, payload) // a failure is the writer's to find
+		return
+	}
+	if !c.wmu.TryLock() {
+		payload = append([]byte(nil), payload...)
+		go func() { _ = c.writeControl(op, payload) }()
+		return
+	}
+	if c.closeSent {
+		c.wmu.Unlock()
+		return
+	}
+	if op == wsframe.OpClose {
+		c.closeSent = true
+	}
+	var room [2 + 125]byte
+	f := wsframe.AppendFrame(room[:0], op, payload, false)
+	n, err := c.sock.write(f, false)
+	if err != nil || n == len(f) {
+		c.wmu.Unlock()
+		return
+	}
+	rest := append([]byte(nil), f[n:]...)
+	go func() {
+		defer c.wmu.Unlock()
+		_ = c.writeLocked(rest)
+	}()
+}
+
 // writeLocked writes b to the socket with wmu held. No write deadline:
 // setting one takes the runtime's timer locks, which cost a broadcast
 // about a twentieth of its CPU; the hub's sweep bounds the write instead
@@ -361,17 +384,12 @@ func (c *Conn) controlLocked(op byte, payload []byte) error {
 func (c *Conn) writeLocked(b []byte) error {
 	c.writeStarted.Store(time.Now().UnixNano())
 	defer c.writeStarted.Store(0)
-	if c.raw == nil {
+	if !c.polled {
 		_, err := c.nc.Write(b)
 		return err
 	}
-	c.wrest, c.werr = b, nil
-	err := c.raw.Write(c.rawWrite)
-	c.wrest = nil
-	if err != nil {
-		return err
-	}
-	return c.werr
+	_, err := c.sock.write(b, true)
+	return err
 }
 
 // writeNow writes what of b the socket takes at once, with wmu held, and
@@ -380,36 +398,7 @@ func (c *Conn) writeNow(b []byte) (int, error) {
 	if c.closeSent {
 		return 0, errCloseSent
 	}
-	c.wrest, c.werr, c.wnowait = b, nil, true
-	err := c.raw.Write(c.rawWrite)
-	n := len(b) - len(c.wrest)
-	c.wrest, c.wnowait = nil, false
-	if err == nil {
-		err = c.werr
-	}
-	return n, err
-}
-
-// writeRaw writes wrest with write(2), reporting false to wait until the
-// socket has room again (unless wnowait).
-func (c *Conn) writeRaw(fd uintptr) bool {
-	for len(c.wrest) > 0 {
-		n, err := sysWrite(fd, c.wrest)
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return c.wnowait // else wait for room
-		case err != nil:
-			c.werr = &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", err)}
-			return true
-		case n <= 0:
-			c.werr = io.ErrShortWrite
-			return true
-		}
-		c.wrest = c.wrest[n:]
-	}
-	return true
+	return c.sock.write(b, false)
 }
 
 // lockForClose takes wmu for finish's close frame. A write under way
@@ -419,9 +408,32 @@ func (c *Conn) lockForClose() {
 	if c.wmu.TryLock() {
 		return
 	}
-	t := time.AfterFunc(c.hub.opts.WriteWait, func() { _ = c.nc.Close() })
+	t := time.AfterFunc(c.hub.opts.WriteWait, c.abort)
 	c.wmu.Lock()
 	t.Stop()
+}
+
+// abort ends a write under way, and the reading: the socket is shut down,
+// or closed if the runtime has it.
+func (c *Conn) abort() {
+	if c.polled {
+		c.sock.abort()
+	} else {
+		_ = c.nc.Close()
+	}
+}
+
+// closeSocket closes the socket; a write under way is ended first.
+func (c *Conn) closeSocket() {
+	if c.polled {
+		if !c.wmu.TryLock() {
+			c.sock.abort()
+			c.wmu.Lock()
+		}
+		c.sock.close(c)
+		c.wmu.Unlock()
+	}
+	_ = c.nc.Close() // for a polled socket, its wrappers: connlimit's place
 }
 
 // finish sends the close frame for a server-initiated close (WriteControl
@@ -447,7 +459,7 @@ func (c *Conn) finish() {
 			t.Stop()
 		}
 	}
-	_ = c.nc.Close()
+	c.closeSocket()
 	if c.release != nil {
 		c.release()
 	}

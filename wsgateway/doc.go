@@ -7,19 +7,22 @@
 // reads contiguous memory instead of visiting every connection.
 //
 // gorilla/websocket does the opening handshake; from there a Conn reads
-// and writes its frames itself (internal/platform/wsframe), on a TCP
-// socket with read(2) and write(2) through the runtime's poller: an
-// acknowledgement costs one read, and a message one write, with no
-// buffer held between them. Each Conn has a reader goroutine for its
-// whole life, which answers pings and close frames and hands device
-// messages to Options.OnMessage, and a writer goroutine only while there
-// is something to write: messages, or a ping a runtime timer made due.
-// One lock orders every frame on the socket (the writer's, the reader's
-// pongs, the close frame), and nothing follows a close frame. An idle
-// connection so holds one goroutine stack and no buffer. Sends never
-// block: a message is appended to a bounded per-connection queue, which
-// starts the writer if none runs, and a device whose queue is full is
-// disconnected as a slow consumer.
+// and writes its frames itself (internal/platform/wsframe). On Linux a TCP
+// socket leaves the runtime's poller: the hub's pollers (one goroutine per
+// core, internal/platform/epoll) wait on their sockets and read each ready
+// one with one read(2), answering pings and close frames and handing
+// device messages to Options.OnMessage. Any other connection (TLS, other
+// systems) has a reader goroutine for its whole life. Messages are written
+// by a turn on the hub's write lanes, one write(2) per batch of queued
+// messages, and by a writer goroutine only when the socket is full or a
+// ping a runtime timer made due is to go. One lock orders every frame on
+// the socket (messages, pongs, the close frame), and nothing follows a
+// close frame. An idle polled connection so holds no goroutine and no
+// buffer. Sends never block: a message is appended to a bounded
+// per-connection queue, which lists the connection for a write turn if
+// none is under way, and a device whose queue is full is disconnected as a
+// slow consumer. The hub's sweep ends writes that last longer than
+// WriteWait and polled connections silent for longer than PongWait.
 //
 // Protocol. Server → device, one text message per command:
 //

@@ -30,7 +30,7 @@ func newTLSEnv(t *testing.T, opts Options) (*testEnv, *websocket.Dialer) {
 }
 
 // transports runs f on both of the reader's paths: a TCP socket read with
-// read(2), and a TLS connection read through its Read.
+// read(2) by a poller, and a TLS connection read through its Read.
 func transports(t *testing.T, opts Options, f func(t *testing.T, e *testEnv, d *websocket.Dialer)) {
 	t.Run("tcp", func(t *testing.T) { f(t, newEnv(t, opts), nil) })
 	t.Run("tls", func(t *testing.T) {
@@ -39,14 +39,14 @@ func transports(t *testing.T, opts Options, f func(t *testing.T, e *testEnv, d *
 	})
 }
 
-// rawPath reports whether the hub reads device id's socket with read(2).
+// rawPath reports whether a poller reads device id's socket with read(2).
 func rawPath(t *testing.T, e *testEnv, id int64) bool {
 	t.Helper()
 	c, ok := e.hub.Lookup(id)
 	if !ok {
 		t.Fatalf("device %d not connected", id)
 	}
-	return c.raw != nil
+	return c.polled
 }
 
 // wantMessages waits for the device messages OnMessage gets, in order.

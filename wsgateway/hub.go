@@ -32,11 +32,13 @@ type Hub struct {
 	seq      atomic.Uint64  // last Conn.Seq handed out
 	stats    counters
 	addrs    *connlimit.Counter // websockets per client address
-	// lanes write to the TCP connections with something to write.
+	// lanes write to the polled connections with something to write.
 	lanes writeLanes
+	// polls read the connections' TCP sockets (on Linux).
+	polls pollSet
 	// providers lists the registered connections by provider.
 	providers byProvider
-	// sweep is the timer of the next sweepWrites, armed while the hub has
+	// sweep is the timer of the next sweepConns, armed while the hub has
 	// connections and is not shutting down.
 	sweep struct {
 		sync.Mutex
@@ -197,36 +199,43 @@ func (h *Hub) Stats() Stats {
 	}
 }
 
-// armSweep arms the timer of the next sweep of writes unless it is armed
-// or the hub is shutting down.
+// armSweep arms the timer of the next sweep unless it is armed or the hub
+// is shutting down. A sweep comes every quarter of WriteWait or PongWait,
+// whichever is shorter.
 func (h *Hub) armSweep() {
 	h.sweep.Lock()
 	defer h.sweep.Unlock()
 	if h.sweep.timer == nil && !h.closing.Load() {
-		h.sweep.timer = time.AfterFunc(h.opts.WriteWait/4, h.sweepWrites)
+		h.sweep.timer = time.AfterFunc(min(h.opts.WriteWait, h.opts.PongWait)/4, h.sweepConns)
 	}
 }
 
-// sweepWrites closes the connections whose message write has lasted
-// longer than WriteWait: their device stopped reading and the socket's
-// buffers are full. Closing the socket ends the write. It arms the next
-// sweep while connections remain.
-func (h *Hub) sweepWrites() {
-	limit := int64(h.opts.WriteWait)
+// sweepConns closes the connections whose message write has lasted longer
+// than WriteWait (their device stopped reading and the socket's buffers
+// are full; closing the socket ends the write), and the polled ones silent
+// for longer than PongWait (those the runtime polls have a read deadline).
+// It arms the next sweep while connections remain.
+func (h *Hub) sweepConns() {
+	writeLimit, readLimit := int64(h.opts.WriteWait), int64(h.opts.PongWait)
 	now := time.Now().UnixNano()
-	var stuck []*Conn
+	var stuck, silent []*Conn
 	for i := range h.shards {
 		s := &h.shards[i]
 		s.mu.RLock()
 		for _, c := range s.conns {
-			if started := c.writeStarted.Load(); started != 0 && now-started > limit {
+			if started := c.writeStarted.Load(); started != 0 && now-started > writeLimit {
 				stuck = append(stuck, c)
+			} else if c.polled && now-c.readAt.Load() > readLimit {
+				silent = append(silent, c)
 			}
 		}
 		s.mu.RUnlock()
 	}
 	for _, c := range stuck {
 		c.close(ReasonWriteError)
+	}
+	for _, c := range silent {
+		c.close(ReasonTimeout)
 	}
 	h.sweep.Lock()
 	h.sweep.timer = nil
@@ -263,6 +272,7 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		h.pumps.Wait()
+		h.polls.stop() // no connection is polled any more
 		close(done)
 	}()
 	select {

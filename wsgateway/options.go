@@ -28,15 +28,17 @@ type Options struct {
 	// PongWait is how long the connection may stay silent (no message and no
 	// pong) before it is dropped as dead. Messages move the deadline in
 	// steps of a tenth of it, pongs every time: a device that answers no
-	// ping may be dropped after 9/10 of PongWait since its last message.
+	// ping may be dropped after 9/10 of PongWait since its last message. A
+	// polled socket's silence is found by the hub's sweep, so up to a
+	// quarter of min(WriteWait, PongWait) later.
 	PongWait time.Duration
 	// PingPeriod is how often pings are sent; it must be below PongWait and
 	// is lowered to 9/10 of PongWait otherwise.
 	PingPeriod time.Duration
-	// WriteWait bounds every single write: a control frame's by its
-	// deadline, a message's by the hub's sweep, which runs every quarter of
-	// WriteWait and closes a connection whose message write has lasted
-	// longer (ReasonWriteError): such a write ends within 5/4 of WriteWait.
+	// WriteWait bounds every single write by the hub's sweep, which runs
+	// every quarter of WriteWait (or of PongWait, if shorter) and closes a
+	// connection whose write has lasted longer (ReasonWriteError): such a
+	// write ends within 5/4 of WriteWait.
 	WriteWait time.Duration
 	// CloseGrace is how long the server waits for the device's close frame
 	// after sending its own before closing the TCP connection.
@@ -53,12 +55,13 @@ type Options struct {
 	// same-origin check (requests without an Origin header are accepted).
 	CheckOrigin func(r *http.Request) bool
 	// OnOpen is called once per connection after it is registered and
-	// before its goroutines start, on the upgrading goroutine. Messages sent
+	// before it is read, on the upgrading goroutine. Messages sent
 	// from it are queued and written first.
 	OnOpen func(c *Conn)
 	// OnMessage receives every valid device message. It runs on the
-	// connection's reader goroutine and must not block for long; it may
-	// still be called while a server-initiated close waits for the device.
+	// connection's reader: for a polled socket, a poller's goroutine that
+	// reads many connections in turn, so it must not block; it may still be
+	// called while a server-initiated close waits for the device.
 	OnMessage func(c *Conn, m DeviceMessage)
 	// OnClose is called once per connection after its reader and any writer
 	// have finished with the socket, on the goroutine that tears it down.

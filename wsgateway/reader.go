@@ -2,11 +2,7 @@ package wsgateway
 
 import (
 	"errors"
-	"io"
 	"net"
-	"os"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -18,17 +14,9 @@ import (
 // A connection's reader decodes the device's frames itself (wsframe).
 // gorilla's reader cost each acknowledgement of a broadcast two read
 // system calls: the one that brings it and one that finds the socket empty
-// before the goroutine parks. On a TCP socket the reader stays inside one
-// wait of the runtime's poller for the connection's whole life
-// (syscall.RawConn.Read): a read that returns less than the room it was
-// given has emptied the socket, and a byte arriving later is an edge the
-// poller keeps for the next wait (the runtime's epoll is edge-triggered,
-// and nothing resets the readiness inside one wait), so the reader parks
-// at once.
-
-// readScratch holds the bytes of one wake's reads: a connection keeps no
-// read buffer of its own between messages, only a partial frame's bytes.
-var readScratch = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
+// before the goroutine parks. A polled socket (poller_linux.go) is read
+// with one read(2) a wakeup, into the poller's buffer; any other
+// connection by a reader goroutine through net.Conn's Read.
 
 // errPeerClosed ends reading once the device's close frame is answered.
 var errPeerClosed = errors.New("wsgateway: the device closed the connection")
@@ -45,69 +33,36 @@ type frameReader struct {
 	extended time.Time // when the read deadline was last moved
 }
 
-// readPump reads device messages until the socket fails or the device
-// closes, and closes the connection with the reason.
+// newDecoder returns the decoder of a connection's device frames.
+func newDecoder(o *Options) wsframe.Decoder {
+	return wsframe.Decoder{Masked: true, Limit: int(o.ReadLimit)}
+}
+
+// readPump reads device messages from a connection the hub does not poll
+// until the socket fails or the device closes, and closes the connection
+// with the reason.
 func (c *Conn) readPump() {
 	defer close(c.readerDone)
 	defer supervise.Recover(c.hub.opts.Logger, panicComponent, func(*supervise.Panic) { c.close(ReasonInternalError) })
-	o := &c.hub.opts
-	r := &frameReader{c: c, dec: wsframe.Decoder{Masked: true, Limit: int(o.ReadLimit)}}
+	r := &frameReader{c: c, dec: newDecoder(&c.hub.opts)}
 	r.extend(time.Now())
-	var err error
-	if c.raw != nil {
-		err = r.readRaw(c.raw)
-	} else {
-		err = r.readConn(c.nc)
-	}
-	if err != errClosed {
+	if err := r.readConn(c.nc); err != errClosed {
 		c.close(r.endReason(err))
 	}
 }
 
-// extend moves the read deadline PongWait ahead of now.
+// extend moves the read deadline PongWait ahead of now: for a polled
+// socket, the time the hub's sweep reads (Hub.sweepConns).
 func (r *frameReader) extend(now time.Time) {
 	r.extended = now
+	if r.c.polled {
+		r.c.readAt.Store(now.UnixNano())
+		return
+	}
 	_ = r.c.nc.SetReadDeadline(now.Add(r.c.hub.opts.PongWait))
 }
 
-// readRaw reads a TCP socket with one read(2) a wake.
-func (r *frameReader) readRaw(raw syscall.RawConn) error {
-	var end error
-	read := func(fd uintptr) bool {
-		scratch := readScratch.Get().(*[]byte)
-		defer readScratch.Put(scratch)
-		defer r.dec.Keep()
-		for {
-			room := r.dec.Space(*scratch)
-			n, err := sysRead(fd, room)
-			switch {
-			case err == syscall.EINTR:
-				continue
-			case err == syscall.EAGAIN:
-				return false
-			case err != nil:
-				end = &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", err)}
-				return true
-			case n == 0:
-				end = io.EOF
-				return true
-			}
-			r.dec.Filled(n)
-			if end = r.decode(); end != nil {
-				return true
-			}
-			if n < len(room) {
-				return false // emptied: the next byte is an edge the poller keeps
-			}
-		}
-	}
-	if err := raw.Read(read); err != nil {
-		return err // the deadline passed, or the socket was closed
-	}
-	return end
-}
-
-// readConn reads any other connection (TLS, in tests) through its Read.
+// readConn reads a connection through its Read.
 func (r *frameReader) readConn(nc net.Conn) error {
 	for {
 		room := r.dec.Space(nil)
@@ -141,8 +96,7 @@ func (r *frameReader) frame(op byte, payload []byte) error {
 	o := &c.hub.opts
 	switch op {
 	case wsframe.OpPing:
-		// A failed pong is the writer's to find.
-		_ = c.writeControl(wsframe.OpPong, payload)
+		c.replyControl(wsframe.OpPong, payload)
 		return nil
 	case wsframe.OpPong:
 		r.extend(time.Now())
@@ -150,13 +104,13 @@ func (r *frameReader) frame(op byte, payload []byte) error {
 	case wsframe.OpClose:
 		code, _ := wsframe.CloseFrame(payload)
 		c.peerCode.Store(int32(code))
-		_ = c.writeControl(wsframe.OpClose, websocket.FormatCloseMessage(code, ""))
+		c.replyControl(wsframe.OpClose, websocket.FormatCloseMessage(code, ""))
 		return errPeerClosed
 	}
 	// A message moves the read deadline only once a tenth of PongWait has
-	// passed since it last moved: moving it takes the runtime's timer
-	// locks, which on every acknowledgement of a broadcast cost about as
-	// much as reading it. So a device that sends messages but answers no
+	// passed since it last moved: moving a socket's deadline takes the
+	// runtime's timer locks, which on every acknowledgement of a broadcast
+	// cost about as much as reading it. So a device that sends messages but answers no
 	// ping may be dropped after 9/10 of PongWait of silence; one that
 	// answers pings, never early.
 	if now := time.Now(); now.Sub(r.extended) >= o.PongWait/10 {
@@ -197,7 +151,7 @@ func (r *frameReader) endReason(err error) CloseReason {
 		if len(msg) > 125 {
 			msg = msg[:125]
 		}
-		_ = r.c.writeControl(wsframe.OpClose, msg)
+		r.c.replyControl(wsframe.OpClose, msg)
 		if fe.Code == wsframe.CloseMessageTooBig {
 			return ReasonMessageTooBig
 		}

@@ -56,7 +56,7 @@ func (h *Hub) Upgrade(w http.ResponseWriter, r *http.Request, id Identity) error
 		// Shut down between the check and the upgrade: say goodbye inline.
 		code, text, _ := ReasonShutdown.closeFrame()
 		_ = c.writeControl(wsframe.OpClose, websocket.FormatCloseMessage(code, text))
-		_ = c.nc.Close()
+		c.closeSocket()
 		release()
 		return ErrClosed
 	}

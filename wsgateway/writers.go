@@ -95,11 +95,9 @@ func (l *writeLane) drain() {
 func (c *Conn) writeTurn(buf []byte) []byte {
 	defer supervise.Recover(c.hub.opts.Logger, panicComponent, c.writerPanicked)
 	for {
-		select {
-		case <-c.done:
+		if c.ended.Load() {
 			c.q.releaseWriter(true, false)
 			return buf
-		default:
 		}
 		if c.pingDue.Load() {
 			go c.writeLoop()

@@ -57,9 +57,9 @@ func newReceipts(d *Dispatcher) *receipts {
 
 // handle accepts a device message if it names a delivery made to the
 // connection's device, by this node or (acceptFrom) another, and not
-// reported yet. It runs on the
-// connection's reader goroutine and never blocks: when the queue is full the
-// receipt is dropped and counted.
+// reported yet. It runs on the connection's reader (a poller's goroutine
+// that reads many connections) and never blocks: when the queue is full
+// the receipt is dropped and counted.
 func (r *receipts) handle(c *wsgateway.Conn, m wsgateway.DeviceMessage) {
 	send, index, device, ok := domain.ParseDeliveryID(m.ID)
 	kind := receiptAck

@@ -14,12 +14,10 @@
 package connlimit
 
 import (
-	"errors"
 	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -189,18 +187,10 @@ func (c *conn) Close() error {
 	return err
 }
 
-// SyscallConn gives the socket of a connection that has one, so that the
-// websocket gateway may read it with read(2) itself: the wrapper changes
-// nothing of what is read or written.
-func (c *conn) SyscallConn() (syscall.RawConn, error) {
-	if sc, ok := c.Conn.(syscall.Conn); ok {
-		return sc.SyscallConn()
-	}
-	return nil, errNoSocket
-}
-
-// errNoSocket is SyscallConn's answer for a connection without a socket.
-var errNoSocket = errors.New("connlimit: the connection has no socket")
+// Unwrap returns the accepted connection, so that the websocket gateway
+// may take its socket: it closes that connection and keeps this one, whose
+// Close then frees the place.
+func (c *conn) Unwrap() net.Conn { return c.Conn }
 
 // remoteKey returns the Key of c's client, false when c is not over IP.
 func remoteKey(c net.Conn) (netip.Prefix, bool) {
