@@ -75,8 +75,17 @@ func TestReusedDescriptorsKeepTheirDevices(t *testing.T) {
 				}
 			}(int64(w*perWave + i + 1))
 		}
-		// The next wave overlaps the end of this one.
-		time.Sleep(10 * time.Millisecond)
+		// The next wave starts once half of this one has ended on the
+		// server, so that its sockets get the freed numbers (Linux hands
+		// out the lowest free descriptor) while the rest of this wave
+		// still ends.
+		for closed := 0; closed < perWave/2; closed++ {
+			select {
+			case <-e.closes:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("wave %d: %d of its connections ended", w, closed)
+			}
+		}
 	}
 	wg.Wait()
 	close(errs)
