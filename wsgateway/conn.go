@@ -30,7 +30,7 @@ type Conn struct {
 	nc          net.Conn
 	polled      bool
 	sock        socket
-	rd          frameReader // the poller's reader of sock
+	rd          frameReader // the device's frames: a poller's or readPump's
 	readAt      atomic.Int64
 	deviceID    int64
 	id          Identity
@@ -59,7 +59,7 @@ type Conn struct {
 	ended      atomic.Bool   // the connection must end: reason is set
 	readerDone chan struct{} // closed when reading ended
 	closeOnce  sync.Once
-	reason     CloseReason // set once before done is closed
+	reason     CloseReason // set once before ended
 	// life says whether the connection was started and closed: finish runs
 	// once both are true, whichever comes second.
 	life struct {
@@ -188,9 +188,9 @@ func (c *Conn) close(r CloseReason) {
 // the ping timer. The caller (an HTTP handler) may return at once, so
 // memory it references can be collected.
 func (c *Conn) start() {
+	c.rd = frameReader{c: c, dec: wsframe.Decoder{Masked: true, Limit: int(c.hub.opts.ReadLimit)}}
+	c.rd.extend(time.Now())
 	if c.polled {
-		c.rd = frameReader{c: c, dec: newDecoder(&c.hub.opts)}
-		c.rd.extend(time.Now())
 		if err := c.sock.register(c); err != nil {
 			c.hub.opts.Logger.Error("wsgateway: poll a socket", "err", err)
 			close(c.readerDone)
@@ -332,14 +332,24 @@ func (c *Conn) writeControl(op byte, payload []byte) error {
 // controlLocked writes a control frame with wmu held; after a close frame
 // nothing more is written.
 func (c *Conn) controlLocked(op byte, payload []byte) error {
+	var room [2 + 125]byte
+	f, err := c.controlFrame(room[:0], op, payload)
+	if err != nil {
+		return err
+	}
+	return c.writeLocked(f)
+}
+
+// controlFrame appends the control frame to dst, with wmu held, and
+// notes a close frame; after a close frame it refuses.
+func (c *Conn) controlFrame(dst []byte, op byte, payload []byte) ([]byte, error) {
 	if c.closeSent {
-		return errCloseSent
+		return nil, errCloseSent
 	}
 	if op == wsframe.OpClose {
 		c.closeSent = true
 	}
-	var room [2 + 125]byte
-	return c.writeLocked(wsframe.AppendFrame(room[:0], op, payload, false))
+	return wsframe.AppendFrame(dst, op, payload, false), nil
 }
 
 // replyControl writes a control frame in reply to the device (a pong, a
@@ -356,15 +366,12 @@ func (c *Conn) replyControl(op byte, payload []byte) {
 		go func() { _ = c.writeControl(op, payload) }()
 		return
 	}
-	if c.closeSent {
+	var room [2 + 125]byte
+	f, err := c.controlFrame(room[:0], op, payload)
+	if err != nil {
 		c.wmu.Unlock()
 		return
 	}
-	if op == wsframe.OpClose {
-		c.closeSent = true
-	}
-	var room [2 + 125]byte
-	f := wsframe.AppendFrame(room[:0], op, payload, false)
 	n, err := c.sock.write(f, false)
 	if err != nil || n == len(f) {
 		c.wmu.Unlock()

@@ -33,19 +33,13 @@ type frameReader struct {
 	extended time.Time // when the read deadline was last moved
 }
 
-// newDecoder returns the decoder of a connection's device frames.
-func newDecoder(o *Options) wsframe.Decoder {
-	return wsframe.Decoder{Masked: true, Limit: int(o.ReadLimit)}
-}
-
 // readPump reads device messages from a connection the hub does not poll
 // until the socket fails or the device closes, and closes the connection
 // with the reason.
 func (c *Conn) readPump() {
 	defer close(c.readerDone)
 	defer supervise.Recover(c.hub.opts.Logger, panicComponent, func(*supervise.Panic) { c.close(ReasonInternalError) })
-	r := &frameReader{c: c, dec: newDecoder(&c.hub.opts)}
-	r.extend(time.Now())
+	r := &c.rd
 	if err := r.readConn(c.nc); err != errClosed {
 		c.close(r.endReason(err))
 	}
@@ -110,9 +104,9 @@ func (r *frameReader) frame(op byte, payload []byte) error {
 	// A message moves the read deadline only once a tenth of PongWait has
 	// passed since it last moved: moving a socket's deadline takes the
 	// runtime's timer locks, which on every acknowledgement of a broadcast
-	// cost about as much as reading it. So a device that sends messages but answers no
-	// ping may be dropped after 9/10 of PongWait of silence; one that
-	// answers pings, never early.
+	// cost about as much as reading it. So a device that sends messages but
+	// answers no ping may be dropped after 9/10 of PongWait of silence; one
+	// that answers pings, never early.
 	if now := time.Now(); now.Sub(r.extended) >= o.PongWait/10 {
 		r.extend(now)
 	}
