@@ -101,6 +101,14 @@ func (h *Hub) RangeProvider(provider int64, fn func(Registered) bool) {
 	h.providers.rangeProvider(provider, fn)
 }
 
+// ProviderCount returns how many registered connections provider's
+// devices have.
+func (h *Hub) ProviderCount(provider int64) int {
+	h.providers.mu.RLock()
+	defer h.providers.mu.RUnlock()
+	return len(h.providers.lists[provider])
+}
+
 // RangeRegistered calls fn for every registered connection, with its
 // provider, until fn returns false; as RangeProvider, fn must be quick and
 // must not call the hub.

@@ -105,6 +105,9 @@ func TestProviderListsFollowConnectionsComingAndGoing(t *testing.T) {
 	if got := listed(h, 1); len(got) != 0 {
 		t.Fatalf("provider 1 with nobody connected: %v", got)
 	}
+	if n1, n2 := h.ProviderCount(1), h.ProviderCount(2); n1 != 0 || n2 != 2 {
+		t.Fatalf("ProviderCount: provider 1 %d, provider 2 %d; want 0 and 2", n1, n2)
+	}
 	// A range stops when told to.
 	n := 0
 	h.RangeRegistered(func(int64, Registered) bool { n++; return false })
@@ -116,7 +119,7 @@ func TestProviderListsFollowConnectionsComingAndGoing(t *testing.T) {
 // Devices connecting, reconnecting (to another provider, too) and leaving
 // at once, from several goroutines: once every connection has ended or
 // settled, the lists by provider hold exactly the registered connections,
-// each under its provider.
+// each under its provider, and ProviderCount counts them.
 func TestProviderListsAgreeWithTheRegistryUnderChurn(t *testing.T) {
 	h, base := providerHub(t)
 
@@ -158,13 +161,20 @@ func TestProviderListsAgreeWithTheRegistryUnderChurn(t *testing.T) {
 	agree := func() bool {
 		seen := map[int64]int64{}
 		entries := 0
+		byProvider := map[int64]int{}
 		h.RangeRegistered(func(p int64, r Registered) bool {
 			seen[r.Device] = p
 			entries++
+			byProvider[p]++
 			return true
 		})
 		if entries != len(seen) || entries != h.Count() {
 			return false
+		}
+		for p := int64(1); p <= 3; p++ {
+			if h.ProviderCount(p) != byProvider[p] {
+				return false
+			}
 		}
 		for d, p := range seen {
 			c, ok := h.Lookup(d)

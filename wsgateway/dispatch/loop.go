@@ -309,7 +309,7 @@ func (d *Dispatcher) noTTLStep(it *item, now time.Time) string {
 // Commands without ttl are done afterwards, and their round is recorded
 // even when it reached no device; a failed round is retried.
 func (d *Dispatcher) startRound(ctx context.Context, s *sendState, items []*item) {
-	if err := d.deliver(ctx, s, roundWant(items, d.targetConns(s))); err != nil {
+	if err := d.deliver(ctx, s, roundWant(items, d.targetConns(s), d.targetCount(s))); err != nil {
 		d.retryLater(s.id)
 		return
 	}
@@ -320,9 +320,15 @@ func (d *Dispatcher) startRound(ctx context.Context, s *sendState, items []*item
 // devices): the target connections conns not claimed yet, for a command
 // without ttl only those connected by its send time; a command without ttl
 // whose round is not recorded yet is marked to record itself, with no
-// device if need be.
-func roundWant(items []*item, conns iter.Seq[wsgateway.Registered]) map[int][]int64 {
+// device if need be. hint is how many conns there may be (0: unknown):
+// lists of thousands grown by appending cost a quarter of the round.
+func roundWant(items []*item, conns iter.Seq[wsgateway.Registered], hint int) map[int][]int64 {
 	lists := make([][]int64, len(items)) // by position in items, into want at the end
+	if hint > 0 {
+		for i := range lists {
+			lists[i] = make([]int64, 0, hint)
+		}
+	}
 	for c := range conns {
 		for i, it := range items {
 			if it.isClaimed(c.Device) {
@@ -441,6 +447,22 @@ func (d *Dispatcher) targetConns(s *sendState) iter.Seq[wsgateway.Registered] {
 			})
 		}
 	}
+}
+
+// targetCount is how many target connections of s there may be, for
+// roundWant (0: not known at once).
+func (d *Dispatcher) targetCount(s *sendState) int {
+	switch s.recipients {
+	case domain.RecipientDevices:
+		return min(len(s.ids), d.hub.Count())
+	case domain.RecipientProviders:
+		n := 0
+		for _, p := range s.ids {
+			n += d.hub.ProviderCount(p)
+		}
+		return n
+	}
+	return 0
 }
 
 // deliverToOpened delivers the live ttl commands to newly opened

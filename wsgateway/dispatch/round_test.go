@@ -21,7 +21,7 @@ func BenchmarkRoundWant(b *testing.B) {
 	conns := slices.Values(regs)
 	it := &item{index: 0, kind: domain.CommandUserMessage, start: now, claimed: map[int64]struct{}{}}
 	for b.Loop() {
-		want := roundWant([]*item{it}, conns)
+		want := roundWant([]*item{it}, conns, len(regs))
 		sortDevices(want[0])
 	}
 }

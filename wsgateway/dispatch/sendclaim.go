@@ -97,7 +97,7 @@ func (d *Dispatcher) claimForSend(req *claimRequest) []domain.Event {
 	}
 	// A new send has no claims to leave out (what stillDue does for a round
 	// of a known one): its lists are only put in order.
-	want := roundWant(due, d.targetConns(s))
+	want := roundWant(due, d.targetConns(s), d.targetCount(s))
 	devices := 0
 	for _, list := range want {
 		devices += len(list)
