@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strconv"
 
@@ -234,12 +235,20 @@ func (d *Dispatcher) write(send int64, items map[int]*item, won map[int][]int64)
 			d.log.Error("command object cannot be encoded", "send", send, "index", idx, "error", err)
 			continue
 		}
-		for _, dev := range won[idx] {
+		for i, dev := range won[idx] {
 			d.receipts.book.record(dev, send, idx, it.confirmable(), now)
 			if d.hub.Send(dev, msg.Encode(domain.DeliveryID(send, idx, dev))) {
 				d.stats.deliveries.Add(1)
 			} else {
 				d.stats.misses.Add(1)
+			}
+			if i == 0 && len(won[idx]) > 1 {
+				// The hub hands the first device's write to a new goroutine,
+				// which would wait for this loop to queue the whole round
+				// (milliseconds for thousands of devices) unless an idle
+				// processor took it: up to 3.6 ms in a broadcast to 10,000.
+				// Giving way once has the first devices written now.
+				runtime.Gosched()
 			}
 			if it.kind == domain.CommandUpdate {
 				revoked[dev] = struct{}{}
