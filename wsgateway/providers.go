@@ -80,6 +80,13 @@ func (b *byProvider) rangeProvider(provider int64, fn func(Registered) bool) {
 	}
 }
 
+// count returns how many connections provider has.
+func (b *byProvider) count(provider int64) int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return len(b.lists[provider])
+}
+
 // rangeAll calls fn for each connection until fn returns false.
 func (b *byProvider) rangeAll(fn func(provider int64, r Registered) bool) {
 	b.mu.RLock()
@@ -104,9 +111,7 @@ func (h *Hub) RangeProvider(provider int64, fn func(Registered) bool) {
 // ProviderCount returns how many registered connections provider's
 // devices have.
 func (h *Hub) ProviderCount(provider int64) int {
-	h.providers.mu.RLock()
-	defer h.providers.mu.RUnlock()
-	return len(h.providers.lists[provider])
+	return h.providers.count(provider)
 }
 
 // RangeRegistered calls fn for every registered connection, with its
