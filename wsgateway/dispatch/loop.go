@@ -309,7 +309,8 @@ func (d *Dispatcher) noTTLStep(it *item, now time.Time) string {
 // Commands without ttl are done afterwards, and their round is recorded
 // even when it reached no device; a failed round is retried.
 func (d *Dispatcher) startRound(ctx context.Context, s *sendState, items []*item) {
-	if err := d.deliver(ctx, s, roundWant(items, d.targetConns(s), d.targetCount(s))); err != nil {
+	want, _ := roundWant(items, d.targetConns(s), d.targetCount(s), 0)
+	if err := d.deliver(ctx, s, want); err != nil {
 		d.retryLater(s.id)
 		return
 	}
@@ -322,14 +323,27 @@ func (d *Dispatcher) startRound(ctx context.Context, s *sendState, items []*item
 // whose round is not recorded yet is marked to record itself, with no
 // device if need be. hint is how many conns there may be (0: unknown):
 // lists of thousands grown by appending cost a quarter of the round.
-func roundWant(items []*item, conns iter.Seq[wsgateway.Registered], hint int) map[int][]int64 {
+//
+// limit, when above 0, ends the round once its lists hold that many
+// devices or more (less than one more connection's worth over it), and
+// partial reports that connections were left: a device is in every list
+// it is due in or in none, so that it gets the commands in index order.
+func roundWant(items []*item, conns iter.Seq[wsgateway.Registered], hint, limit int) (want map[int][]int64, partial bool) {
+	if limit > 0 && hint > limit {
+		hint = limit
+	}
 	lists := make([][]int64, len(items)) // by position in items, into want at the end
 	if hint > 0 {
 		for i := range lists {
 			lists[i] = make([]int64, 0, hint)
 		}
 	}
+	listed := 0
 	for c := range conns {
+		if limit > 0 && listed >= limit {
+			partial = true
+			break
+		}
 		for i, it := range items {
 			if it.isClaimed(c.Device) {
 				continue
@@ -338,9 +352,10 @@ func roundWant(items []*item, conns iter.Seq[wsgateway.Registered], hint int) ma
 				continue
 			}
 			lists[i] = append(lists[i], c.Device)
+			listed++
 		}
 	}
-	want := make(map[int][]int64, len(items))
+	want = make(map[int][]int64, len(items))
 	for i, it := range items {
 		switch {
 		case len(lists[i]) > 0:
@@ -352,7 +367,7 @@ func roundWant(items []*item, conns iter.Seq[wsgateway.Registered], hint int) ma
 			it.marker = true
 		}
 	}
-	return want
+	return want, partial
 }
 
 // isClaimed reports whether device is claimed for it (most often none is,

@@ -21,7 +21,7 @@ const (
 	DefaultSnapshotSpec      = "@every 1m"
 	DefaultClaimRetries      = 8
 	DefaultClaimChunk        = 1000
-	DefaultSendClaimMax      = 20000
+	DefaultSendClaimMax      = 250
 	DefaultClaimAppendMax    = 50000
 	DefaultRetryDelay        = time.Second
 	DefaultAppendTimeout     = 10 * time.Second
@@ -86,9 +86,12 @@ type Options struct {
 	// part at a time.
 	ClaimAppendMax int
 	// SendClaimMax is the most devices a claim made in a send's own append
-	// lists (default 20,000, about 160 KB of JSON, well below the store's
-	// limit on one append); a larger round is claimed in an append of its
-	// own (see ClaimWithSend).
+	// lists (default 250, about 2 KB of JSON); a larger round claims the
+	// first SendClaimMax devices it meets with the send and the others in
+	// an append of its own once those are written to (see ClaimWithSend).
+	// The first devices wait for the send's append, which grows with every
+	// device listed; 250 is about what a node writes while the second
+	// append is made.
 	SendClaimMax int
 	// RetryDelay is how long a round or an expiry that failed (store
 	// unavailable, too many conflicts) waits before it is tried again.

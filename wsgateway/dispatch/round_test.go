@@ -21,7 +21,7 @@ func BenchmarkRoundWant(b *testing.B) {
 	conns := slices.Values(regs)
 	it := &item{index: 0, kind: domain.CommandUserMessage, start: now, claimed: map[int64]struct{}{}}
 	for b.Loop() {
-		want := roundWant([]*item{it}, conns, len(regs))
+		want, _ := roundWant([]*item{it}, conns, len(regs), 0)
 		sortDevices(want[0])
 	}
 }
@@ -44,6 +44,41 @@ func TestClaimPartsKeepEachAppendWithinItsBound(t *testing.T) {
 			got, ok := p[idx]
 			if !ok || !slices.Equal(got, devices) || (got == nil) != (devices == nil) {
 				t.Fatalf("part %d: %v, want %v", i, p, wantParts[i])
+			}
+		}
+	}
+}
+
+func TestARoundWithALimitStopsBetweenDevices(t *testing.T) {
+	now := time.Now()
+	var regs []wsgateway.Registered
+	for dev := int64(1); dev <= 5; dev++ {
+		regs = append(regs, wsgateway.Registered{Device: dev, Account: dev, ConnectedAt: now.Add(-time.Minute)})
+	}
+	items := []*item{
+		{index: 0, kind: domain.CommandUserMessage, start: now, claimed: map[int64]struct{}{}},
+		{index: 1, kind: domain.CommandUserMessage, start: now, ttl: now.Add(time.Hour), claimed: map[int64]struct{}{2: {}}},
+	}
+	for _, c := range []struct {
+		limit   int
+		want    map[int][]int64
+		partial bool
+	}{
+		// Device 1 is due for both commands, device 2 for the first only
+		// (claimed for the second): a limit of 2 is reached after device
+		// 1, one of 3 after device 2.
+		{2, map[int][]int64{0: {1}, 1: {1}}, true},
+		{3, map[int][]int64{0: {1, 2}, 1: {1}}, true},
+		{9, map[int][]int64{0: {1, 2, 3, 4, 5}, 1: {1, 3, 4, 5}}, false},
+		{0, map[int][]int64{0: {1, 2, 3, 4, 5}, 1: {1, 3, 4, 5}}, false},
+	} {
+		want, partial := roundWant(items, slices.Values(regs), len(regs), c.limit)
+		if partial != c.partial || len(want) != len(c.want) {
+			t.Fatalf("limit %d: %v, partial %v; want %v, partial %v", c.limit, want, partial, c.want, c.partial)
+		}
+		for idx, devices := range c.want {
+			if !slices.Equal(want[idx], devices) {
+				t.Fatalf("limit %d: %v, want %v", c.limit, want, c.want)
 			}
 		}
 	}

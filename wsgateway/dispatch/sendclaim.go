@@ -29,7 +29,11 @@ type sendClaim struct {
 	send  *sendState      // built from the issued event, as the log will show it
 	items []*item         // the commands whose send-time round the claim is
 	want  map[int][]int64 // the devices claimed, by command index
-	at    time.Time       // when it was made
+	// partial: the round met more than SendClaimMax devices and the claim
+	// lists the first it met; the others are claimed in an append of
+	// their own once those are written to.
+	partial bool
+	at      time.Time // when it was made
 	// opened are connections opened since, for the commands with a ttl.
 	opened []*wsgateway.Conn
 	// written: the devices were written to (on SendAppended), and the log
@@ -50,10 +54,12 @@ type claimRequest struct {
 // appended with issued in one append; then the caller reports the append
 // with SendAppended. It returns nil, and the send is appended alone and
 // claimed as usual once the log shows it, when nothing is due now, when no
-// target device is connected here, when the round would list more than
-// SendClaimMax devices, when the dispatcher has not caught up with the log,
-// and when its loop is waiting on the store (a claim or an expiry of
-// another send): the send does not wait behind another send's append.
+// target device is connected here, when the dispatcher has not caught up
+// with the log, and when its loop is waiting on the store (a claim or an
+// expiry of another send): the send does not wait behind another send's
+// append. A round of more than SendClaimMax devices is claimed in two
+// steps: this claim lists the first SendClaimMax the round meets, and the
+// others are claimed as any round is once those are written to.
 func (d *Dispatcher) ClaimWithSend(ctx context.Context, issued domain.CommandsIssued) []domain.Event {
 	if !d.caughtUp.Load() || d.storeWaits.Load() > 0 {
 		return nil
@@ -95,22 +101,24 @@ func (d *Dispatcher) claimForSend(req *claimRequest) []domain.Event {
 	if len(due) == 0 {
 		return nil
 	}
-	// A new send has no claims to leave out (what stillDue does for a round
-	// of a known one): its lists are only put in order.
-	want := roundWant(due, d.targetConns(s), d.targetCount(s))
+	// The first devices only: their write waits for the send's append,
+	// which grows with every device listed (encoding, then the fsync).
+	want, partial := roundWant(due, d.targetConns(s), d.targetCount(s), min(d.opts.SendClaimMax, d.opts.ClaimAppendMax))
 	devices := 0
 	for _, list := range want {
 		devices += len(list)
 	}
-	if devices == 0 || devices > min(d.opts.SendClaimMax, d.opts.ClaimAppendMax) {
+	if devices == 0 {
 		return nil
 	}
+	// A new send has no claims to leave out (what stillDue does for a round
+	// of a known one): its lists are only put in order.
 	for idx, list := range want {
 		sortDevices(list)
 		want[idx] = slices.Compact(list)
 	}
 	d.pruneSendClaims(now)
-	d.sendClaims[e.SendID] = &sendClaim{send: s, items: due, want: want, at: now}
+	d.sendClaims[e.SendID] = &sendClaim{send: s, items: due, want: want, partial: partial, at: now}
 	return d.claims(s, want)
 }
 
@@ -172,6 +180,17 @@ func (d *Dispatcher) writeClaimed(ctx context.Context, s *sendState, c *sendClai
 	d.stats.sendClaims.Add(1)
 	for idx, devices := range won {
 		d.state.claim(s, idx, devices, false)
+	}
+	if c.partial {
+		// The rest of the round, claimed as any round is: the devices just
+		// claimed are left out, and so are those others claimed meanwhile.
+		// Should it fail, the round runs again later for the devices nobody
+		// has claimed.
+		rest, _ := roundWant(round, d.targetConns(s), d.targetCount(s), 0)
+		if err := d.deliver(ctx, s, rest); err != nil {
+			d.retryLater(s.id)
+			return
+		}
 	}
 	d.roundDone(s, round)
 	if len(c.opened) > 0 {

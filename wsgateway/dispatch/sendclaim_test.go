@@ -2,7 +2,9 @@ package dispatch_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,7 +237,6 @@ func TestASendPartlyDueNowClaimsTheRestAtItsTime(t *testing.T) {
 
 func TestNoClaimWithASendThatHasNothingDueHere(t *testing.T) {
 	e := newEnv(t)
-	e.tune = func(o *dispatch.Options) { o.SendClaimMax = 2 }
 	n := e.startNode(t, "n1", t.TempDir(), wsgateway.Options{})
 	devs := fleet(t, n)
 	for _, c := range []struct {
@@ -251,8 +252,6 @@ func TestNoClaimWithASendThatHasNothingDueHere(t *testing.T) {
 			func(now time.Time) spec { return message("later").at(now.Add(time.Minute)) }, []int64{1}},
 		{"no target device here", domain.RecipientDevices, []int64{99},
 			func(now time.Time) spec { return message("nobody").until(now.Add(time.Hour)) }, nil},
-		{"more devices than SendClaimMax", domain.RecipientProviders, []int64{1},
-			func(time.Time) spec { return message("many") }, []int64{1, 2, 3}},
 	} {
 		issued := e.prepare(t, c.to, c.ids, c.cmd(e.clock.Now()))
 		if claims := e.sendVia(t, n, issued, true); claims != nil {
@@ -271,6 +270,115 @@ func TestNoClaimWithASendThatHasNothingDueHere(t *testing.T) {
 	}
 	if st := n.d.Stats(); st.SendClaims != 0 {
 		t.Fatalf("%d claims with a send", st.SendClaims)
+	}
+}
+
+// A round beyond SendClaimMax: the send's append lists the first devices
+// the round met, and the others are claimed in an append of their own
+// once those are written to.
+func TestARoundBeyondSendClaimMaxClaimsItsFirstDevicesWithTheSend(t *testing.T) {
+	e := newEnv(t)
+	e.tune = func(o *dispatch.Options) { o.SendClaimMax = 2 }
+	n := e.startNode(t, "n1", t.TempDir(), wsgateway.Options{})
+	devs := fleet(t, n)
+	issued := e.prepare(t, domain.RecipientProviders, []int64{1}, message("many"))
+	claims := e.sendVia(t, n, issued, true)
+
+	send := issued.SendID
+	head := claimsOf(claims)
+	if len(head) != 1 || len(head[0].Devices) != 2 {
+		t.Fatalf("claim with the send %+v, want one of 2 devices", claims)
+	}
+	for id, dev := range devs {
+		want := []string(nil)
+		if id != 4 { // of provider 2
+			want = []string{domain.DeliveryID(send, 0, id)}
+		}
+		if got := dev.received(t); !slices.Equal(got, want) {
+			t.Fatalf("device %d got %v, want %v", id, got, want)
+		}
+	}
+	rest := slices.DeleteFunc([]int64{1, 2, 3}, func(id int64) bool { return slices.Contains(head[0].Devices, id) })
+	want := []domain.CommandsSent{head[0], {SendID: send, Index: 0, Devices: rest, Node: "n1"}}
+	if got := claimsOf(e.events(t, domain.CommandStream(send))); !sameClaims(got, want) {
+		t.Fatalf("claims %+v, want %+v", got, want)
+	}
+	if st := n.d.Stats(); st.SendClaims != 1 || st.Claims != 1 || st.Deliveries != 3 {
+		t.Fatalf("stats: %d claims with the send, %d on their own, %d deliveries", st.SendClaims, st.Claims, st.Deliveries)
+	}
+}
+
+// A device is in the claim with the send for every command due or for
+// none, so that each device gets a send's commands in index order.
+func TestASendClaimedInPartKeepsEachDevicesCommandsInOrder(t *testing.T) {
+	e := newEnv(t)
+	e.tune = func(o *dispatch.Options) { o.SendClaimMax = 3 }
+	n := e.startNode(t, "n1", t.TempDir(), wsgateway.Options{})
+	devs := fleet(t, n)
+	issued := e.prepare(t, domain.RecipientProviders, []int64{1}, message("first"), message("second").until(t0.Add(time.Hour)))
+	claims := claimsOf(e.sendVia(t, n, issued, true))
+	// Two commands a device: the round stops after the second device.
+	if len(claims) != 2 || len(claims[0].Devices) != 2 || !slices.Equal(claims[0].Devices, claims[1].Devices) {
+		t.Fatalf("claim with the send %+v, want the same 2 devices for both commands", claims)
+	}
+	send := issued.SendID
+	for _, id := range []int64{1, 2, 3} {
+		want := []string{domain.DeliveryID(send, 0, id), domain.DeliveryID(send, 1, id)}
+		if got := devs[id].received(t); !slices.Equal(got, want) {
+			t.Fatalf("device %d got %v, want %v", id, got, want)
+		}
+	}
+}
+
+// refusingClaims is a store that refuses, while refuse is set, an append
+// of claims alone (a claim with its send goes through).
+type refusingClaims struct {
+	eventstore.Store
+	refuse atomic.Bool
+}
+
+func (s *refusingClaims) Append(ctx context.Context, stream string, expect eventstore.Revision, events ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if s.refuse.Load() && len(events) > 0 && events[0].Type == domain.CommandsSentType {
+		return eventstore.AppendResult{}, fmt.Errorf("refused for the test: %w", eventstore.ErrInvalidAppend)
+	}
+	return s.Store.Append(ctx, stream, expect, events...)
+}
+
+func TestTheRestOfARoundClaimedInPartIsRetriedWhenItsAppendFails(t *testing.T) {
+	mem := memory.New()
+	t.Cleanup(func() { mem.Close() })
+	store := &refusingClaims{Store: mem}
+	e := newEnvOn(store)
+	e.tune = func(o *dispatch.Options) { o.SendClaimMax = 1 }
+	n := e.startNode(t, "n1", t.TempDir(), wsgateway.Options{})
+	devs := fleet(t, n)
+	store.refuse.Store(true)
+	issued := e.prepare(t, domain.RecipientProviders, []int64{1}, message("no ttl"))
+	head := claimsOf(e.sendVia(t, n, issued, true))
+	if len(head) != 1 || len(head[0].Devices) != 1 {
+		t.Fatalf("claim with the send %+v, want one device", head)
+	}
+	first := head[0].Devices[0]
+	send := issued.SendID
+	if got := devs[first].received(t); !slices.Equal(got, []string{domain.DeliveryID(send, 0, first)}) {
+		t.Fatalf("device %d, in the claim with the send, got %v", first, got)
+	}
+	if st := n.d.Stats(); st.ClaimFailures != 1 || st.Claims != 0 {
+		t.Fatalf("stats: %d claims failed, %d appended on their own; want the rest's claim failed", st.ClaimFailures, st.Claims)
+	}
+	store.refuse.Store(false)
+	e.advance(t, time.Second) // RetryDelay
+	for _, id := range []int64{1, 2, 3} {
+		want := []string{domain.DeliveryID(send, 0, id)}
+		if id == first {
+			want = nil // had it already
+		}
+		if got := devs[id].received(t); !slices.Equal(got, want) {
+			t.Fatalf("device %d got %v, want %v", id, got, want)
+		}
+	}
+	if st := n.d.Stats(); st.Deliveries != 3 {
+		t.Fatalf("%d deliveries, want 3", st.Deliveries)
 	}
 }
 
