@@ -330,6 +330,42 @@ func TestASendClaimedInPartKeepsEachDevicesCommandsInOrder(t *testing.T) {
 	}
 }
 
+// The rest of a round claimed in part races other nodes' claims like any
+// round: a device connected to two nodes gets the command once.
+func TestTheRestOfARoundClaimedInPartRacesOtherNodesOnce(t *testing.T) {
+	e := newEnv(t)
+	e.tune = func(o *dispatch.Options) { o.SendClaimMax = 1 }
+	a := e.startNode(t, "a", t.TempDir(), wsgateway.Options{})
+	b := e.startNode(t, "b", t.TempDir(), wsgateway.Options{})
+	one, two := a.connect(t, 1, 10, 1), b.connect(t, 2, 20, 1)
+	// Device 3 holds a connection to each node (a half-open old one and a
+	// new one): whichever claims it first reaches it, the other leaves it.
+	threeOnA, threeOnB := a.connect(t, 3, 30, 1), b.connect(t, 3, 30, 1)
+	issued := e.prepare(t, domain.RecipientProviders, []int64{1}, message("once").until(t0.Add(time.Hour)))
+	if head := claimsOf(e.sendVia(t, a, issued, true)); len(head) != 1 || len(head[0].Devices) != 1 {
+		t.Fatalf("claim with the send %+v, want one device", head)
+	}
+	send := issued.SendID
+	for _, dev := range []*device{one, two} {
+		if got := dev.received(t); !slices.Equal(got, []string{domain.DeliveryID(send, 0, dev.id)}) {
+			t.Fatalf("device %d got %v", dev.id, got)
+		}
+	}
+	got := append(threeOnA.received(t), threeOnB.received(t)...)
+	if !slices.Equal(got, []string{domain.DeliveryID(send, 0, 3)}) {
+		t.Fatalf("device 3 got %v over its two connections, want it once", got)
+	}
+	claimed := map[int64]int{}
+	for _, c := range claimsOf(e.events(t, domain.CommandStream(send))) {
+		for _, dev := range c.Devices {
+			claimed[dev]++
+		}
+	}
+	if len(claimed) != 3 || claimed[1] != 1 || claimed[2] != 1 || claimed[3] != 1 {
+		t.Fatalf("claims by device %v, want 1, 2 and 3 once each", claimed)
+	}
+}
+
 // refusingClaims is a store that refuses, while refuse is set, an append
 // of claims alone (a claim with its send goes through).
 type refusingClaims struct {
