@@ -307,14 +307,17 @@ func (d *Dispatcher) noTTLStep(it *item, now time.Time) string {
 // startRound delivers items at their send time: with a ttl to every target
 // device connected now, without one to those connected at the send time.
 // Commands without ttl are done afterwards, and their round is recorded
-// even when it reached no device; a failed round is retried.
-func (d *Dispatcher) startRound(ctx context.Context, s *sendState, items []*item) {
+// even when it reached no device; a failed round is retried later, and
+// startRound reports false. Devices claimed already are left out, so it
+// also finishes a round whose first devices a send's own claim took.
+func (d *Dispatcher) startRound(ctx context.Context, s *sendState, items []*item) bool {
 	want, _ := roundWant(items, d.targetConns(s), d.targetCount(s), 0)
 	if err := d.deliver(ctx, s, want); err != nil {
 		d.retryLater(s.id)
-		return
+		return false
 	}
 	d.roundDone(s, items)
+	return true
 }
 
 // roundWant is what the send-time round of items claims (command index →

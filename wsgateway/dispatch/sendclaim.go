@@ -181,18 +181,14 @@ func (d *Dispatcher) writeClaimed(ctx context.Context, s *sendState, c *sendClai
 	for idx, devices := range won {
 		d.state.claim(s, idx, devices, false)
 	}
-	if c.partial {
-		// The rest of the round, claimed as any round is: the devices just
-		// claimed are left out, and so are those others claimed meanwhile.
-		// Should it fail, the round runs again later for the devices nobody
-		// has claimed.
-		rest, _ := roundWant(round, d.targetConns(s), d.targetCount(s), 0)
-		if err := d.deliver(ctx, s, rest); err != nil {
-			d.retryLater(s.id)
-			return
-		}
+	switch {
+	case !c.partial:
+		d.roundDone(s, round)
+	case !d.startRound(ctx, s, round):
+		// The rest of the round, claimed as any round is, failed: the round
+		// runs again later for the devices nobody has claimed.
+		return
 	}
-	d.roundDone(s, round)
 	if len(c.opened) > 0 {
 		d.deliverToOpened(ctx, c.opened)
 		c.opened = nil
