@@ -106,6 +106,7 @@ bench-broadcast: build
 # source through the Go module proxy into CENTRIFUGO_BIN, outside the
 # repository (once per version); CENTRIFUGO_BIN=PATH runs a binary of your
 # own instead. PAIRS: interleaved pairs of runs (tvsm, then Centrifugo).
+# NO_RECEIPTS=1: tvsm's devices acknowledge nothing, as Centrifugo's clients.
 CENTRIFUGO_VERSION ?= v6.9.1
 CENTRIFUGO_BIN     ?= $(abspath $(shell $(GO) env GOCACHE)/../tvsm-bench/centrifugo-$(CENTRIFUGO_VERSION)/centrifugo)
 PAIRS              ?= 3
@@ -118,7 +119,7 @@ bench-vs-centrifugo: build
 		GOBIN="$(dir $(CENTRIFUGO_BIN))" $(GO) install -trimpath \
 			-ldflags '-X github.com/centrifugal/centrifugo/v6/internal/build.Version=$(CENTRIFUGO_VERSION:v%=%)' \
 			github.com/centrifugal/centrifugo/v6@$(CENTRIFUGO_VERSION); }
-	./bin/tvsm bench vs-centrifugo --centrifugo "$(CENTRIFUGO_BIN)" --devices $(DEVICES) --procs $(PROCS) --pairs $(PAIRS) --connect-rate $(CONNECT_RATE) --messages $(MESSAGES) --interval $(INTERVAL)
+	./bin/tvsm bench vs-centrifugo --centrifugo "$(CENTRIFUGO_BIN)" --devices $(DEVICES) --procs $(PROCS) --pairs $(PAIRS) --connect-rate $(CONNECT_RATE) --messages $(MESSAGES) --interval $(INTERVAL) $(if $(NO_RECEIPTS),--no-receipts)
 
 ## lint: fail on unformatted files, then go vet
 lint:

@@ -141,6 +141,7 @@ func benchVsCentrifugo(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.IntVar(&o.Messages, "messages", 1, "messages each run sends, --interval apart: CPU per message is then read over them all (the times are the last one's)")
 	fs.DurationVar(&o.Interval, "interval", 500*time.Millisecond, "time between two messages; longer than a broadcast's delivery")
 	fs.StringVar(&o.ClientReader, "client-reader", "", "how the client processes read their websockets: epoll or goroutine (tvsm simulate -reader; empty: its default)")
+	fs.BoolVar(&o.NoReceipts, "no-receipts", false, "tvsm's devices acknowledge nothing, as Centrifugo's clients: both servers do the same work (not the product's: the Device API asks for the acknowledgements)")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "bound of each run")
 	if err := fs.Parse(args); err != nil {
 		return err

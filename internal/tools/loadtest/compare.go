@@ -34,6 +34,11 @@ type CompareOptions struct {
 	ProfileDir string
 	// ClientReader is as BroadcastOptions'.
 	ClientReader string
+	// NoReceipts has tvsm's devices acknowledge nothing, as Centrifugo's
+	// clients: both servers then do the same work, which is not what the
+	// Device API asks of a device (what the receipts cost, seen beside
+	// Centrifugo).
+	NoReceipts bool
 	// Settle is as BroadcastOptions'.
 	Settle time.Duration
 	// Timeout bounds each run (default 5 minutes).
@@ -48,6 +53,7 @@ type Comparison struct {
 	Devices, Procs    int
 	Messages          int
 	Interval          time.Duration
+	NoReceipts        bool
 	CentrifugoVersion string
 	// LoadBefore and LoadAfter are /proc/loadavg's first three fields.
 	LoadBefore, LoadAfter string
@@ -66,7 +72,7 @@ func Compare(ctx context.Context, o CompareOptions) (Comparison, error) {
 	if err != nil {
 		return Comparison{}, err
 	}
-	cmp := Comparison{Devices: o.Devices, Procs: o.Procs, Messages: max(o.Messages, 1), Interval: o.Interval,
+	cmp := Comparison{Devices: o.Devices, Procs: o.Procs, Messages: max(o.Messages, 1), Interval: o.Interval, NoReceipts: o.NoReceipts,
 		CentrifugoVersion: version, LoadBefore: loadAverage()}
 	for pair := 1; pair <= o.Pairs; pair++ {
 		run := BroadcastOptions{Binary: o.Binary, Devices: o.Devices, Procs: o.Procs, Nodes: 1, ConnectRate: o.ConnectRate,
@@ -79,6 +85,7 @@ func Compare(ctx context.Context, o CompareOptions) (Comparison, error) {
 			}
 		}
 		fmt.Fprintf(o.Log, "pair %d/%d: tvsm\n", pair, o.Pairs)
+		run.NoReceipts = o.NoReceipts
 		t, err := Broadcast(ctx, run)
 		if err != nil {
 			return cmp, fmt.Errorf("pair %d, tvsm: %w", pair, err)
@@ -86,7 +93,7 @@ func Compare(ctx context.Context, o CompareOptions) (Comparison, error) {
 		fmt.Fprintf(o.Log, "pair %d/%d: tvsm: %s\n", pair, o.Pairs, runLine(t))
 		cmp.Messages, cmp.Interval = t.Messages, t.Interval // as the run took them, defaults filled in
 		fmt.Fprintf(o.Log, "pair %d/%d: Centrifugo\n", pair, o.Pairs)
-		run.Centrifugo = o.Centrifugo
+		run.Centrifugo, run.NoReceipts = o.Centrifugo, false
 		c, err := Broadcast(ctx, run)
 		if err != nil {
 			return cmp, fmt.Errorf("pair %d, Centrifugo: %w", pair, err)
@@ -245,7 +252,12 @@ func (c Comparison) String() string {
 		return strings.Join(parts, ", ")
 	}
 	fmt.Fprintf(&b, "\ndevices that had every message: tvsm %s; Centrifugo %s (of %d)\n", delivered(c.Tvsm), delivered(c.Centrifugo), c.Devices)
-	b.WriteString("tvsm's devices acknowledge the message (the Device API asks them to); Centrifugo's clients acknowledge nothing.\n" +
-		"Server CPU runs from the send until every client process has reported; it includes reading those acknowledgements.")
+	if c.NoReceipts {
+		b.WriteString("tvsm's devices acknowledged nothing (--no-receipts), as Centrifugo's clients: the same work on both sides,\n" +
+			"not the product's (the Device API asks a device to acknowledge every command).")
+	} else {
+		b.WriteString("tvsm's devices acknowledge the message (the Device API asks them to); Centrifugo's clients acknowledge nothing.\n" +
+			"Server CPU runs from the send until every client process has reported; it includes reading those acknowledgements.")
+	}
 	return b.String()
 }

@@ -68,6 +68,16 @@ func TestComparisonReport(t *testing.T) {
 	if want := "tvsm against Centrifugo v6.9.1: 20 messages 300ms apart (the times are the last one's) to 1000 devices"; !strings.Contains(words(c.String()), want) {
 		t.Errorf("the report lacks %q:\n%s", want, c.String())
 	}
+	// Given tvsm's devices acknowledged nothing, the report says that both
+	// sides did the same work, not the product's.
+	if want := "tvsm's devices acknowledge the message (the Device API asks them to)"; !strings.Contains(words(c.String()), want) {
+		t.Errorf("the report lacks %q:\n%s", want, c.String())
+	}
+	c.NoReceipts = true
+	if want := "tvsm's devices acknowledged nothing (--no-receipts), as Centrifugo's clients: the same work on both sides, not the product's"; !strings.Contains(words(c.String()), want) ||
+		strings.Contains(c.String(), "tvsm's devices acknowledge the message") {
+		t.Errorf("with NoReceipts, the report reads:\n%s", c.String())
+	}
 }
 
 // Given two client processes' arrivals of three messages, the first device
