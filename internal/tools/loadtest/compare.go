@@ -77,7 +77,7 @@ func Compare(ctx context.Context, o CompareOptions) (Comparison, error) {
 	for pair := 1; pair <= o.Pairs; pair++ {
 		run := BroadcastOptions{Binary: o.Binary, Devices: o.Devices, Procs: o.Procs, Nodes: 1, ConnectRate: o.ConnectRate,
 			FreshNodes: true, Settle: o.Settle, Timeout: o.Timeout, Log: o.Log, ClientReader: o.ClientReader,
-			Messages: o.Messages, Interval: o.Interval}
+			Messages: o.Messages, Interval: o.Interval, NoReceipts: o.NoReceipts} // a Centrifugo run ignores NoReceipts
 		if o.ProfileDir != "" {
 			run.ProfileDir = filepath.Join(o.ProfileDir, fmt.Sprintf("pair-%d", pair))
 			if err := os.MkdirAll(run.ProfileDir, 0o755); err != nil {
@@ -85,7 +85,6 @@ func Compare(ctx context.Context, o CompareOptions) (Comparison, error) {
 			}
 		}
 		fmt.Fprintf(o.Log, "pair %d/%d: tvsm\n", pair, o.Pairs)
-		run.NoReceipts = o.NoReceipts
 		t, err := Broadcast(ctx, run)
 		if err != nil {
 			return cmp, fmt.Errorf("pair %d, tvsm: %w", pair, err)
@@ -93,7 +92,7 @@ func Compare(ctx context.Context, o CompareOptions) (Comparison, error) {
 		fmt.Fprintf(o.Log, "pair %d/%d: tvsm: %s\n", pair, o.Pairs, runLine(t))
 		cmp.Messages, cmp.Interval = t.Messages, t.Interval // as the run took them, defaults filled in
 		fmt.Fprintf(o.Log, "pair %d/%d: Centrifugo\n", pair, o.Pairs)
-		run.Centrifugo, run.NoReceipts = o.Centrifugo, false
+		run.Centrifugo = o.Centrifugo
 		c, err := Broadcast(ctx, run)
 		if err != nil {
 			return cmp, fmt.Errorf("pair %d, Centrifugo: %w", pair, err)
