@@ -97,10 +97,15 @@ PROCS        ?= 4
 NODES        ?= 1
 CONNECT_RATE ?= 0
 BACKEND      ?=
+# SERVER_CPUS and CLIENT_CPUS: CPU lists (taskset's: 0, 0-1) the servers and
+# the client processes run on, so that the load tool's work does not share
+# the servers' cores; empty: any CPU.
+SERVER_CPUS  ?=
+CLIENT_CPUS  ?=
 
 ## bench-broadcast: a user_message to a provider with DEVICES connected devices in PROCS client processes on NODES nodes
 bench-broadcast: build
-	./bin/tvsm bench broadcast --devices $(DEVICES) --procs $(PROCS) --nodes $(NODES) --connect-rate $(CONNECT_RATE) --messages $(MESSAGES) --interval $(INTERVAL) $(if $(BACKEND),--backend $(BACKEND)) --timeout 60m
+	./bin/tvsm bench broadcast --devices $(DEVICES) --procs $(PROCS) --nodes $(NODES) --connect-rate $(CONNECT_RATE) --messages $(MESSAGES) --interval $(INTERVAL) $(if $(BACKEND),--backend $(BACKEND)) --server-cpus "$(SERVER_CPUS)" --client-cpus "$(CLIENT_CPUS)" --timeout 60m
 
 # The Centrifugo release bench-vs-centrifugo compares with, built from its
 # source through the Go module proxy into CENTRIFUGO_BIN, outside the
@@ -119,7 +124,7 @@ bench-vs-centrifugo: build
 		GOBIN="$(dir $(CENTRIFUGO_BIN))" $(GO) install -trimpath \
 			-ldflags '-X github.com/centrifugal/centrifugo/v6/internal/build.Version=$(CENTRIFUGO_VERSION:v%=%)' \
 			github.com/centrifugal/centrifugo/v6@$(CENTRIFUGO_VERSION); }
-	./bin/tvsm bench vs-centrifugo --centrifugo "$(CENTRIFUGO_BIN)" --devices $(DEVICES) --procs $(PROCS) --pairs $(PAIRS) --connect-rate $(CONNECT_RATE) --messages $(MESSAGES) --interval $(INTERVAL) $(if $(NO_RECEIPTS),--no-receipts)
+	./bin/tvsm bench vs-centrifugo --centrifugo "$(CENTRIFUGO_BIN)" --devices $(DEVICES) --procs $(PROCS) --pairs $(PAIRS) --connect-rate $(CONNECT_RATE) --messages $(MESSAGES) --interval $(INTERVAL) $(if $(NO_RECEIPTS),--no-receipts) --server-cpus "$(SERVER_CPUS)" --client-cpus "$(CLIENT_CPUS)"
 
 ## lint: fail on unformatted files, then go vet
 lint:

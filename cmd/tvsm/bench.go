@@ -75,6 +75,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&o.NoReceipts, "no-receipts", false, "the devices send no acknowledgement (tvsm simulate -no-receipts): what receipts cost the nodes, against the same run without it")
 	fs.IntVar(&o.Messages, "messages", 1, "user_messages to send, --interval apart: CPU per message is then read over them all (the times are the last one's)")
 	fs.DurationVar(&o.Interval, "interval", 500*time.Millisecond, "time between two messages; longer than a broadcast's delivery")
+	placementFlags(fs, &o.Placement)
 	fs.BoolVar(&o.FreshNodes, "fresh-nodes", false, "start the nodes again before the devices' second connection, so that memory per connection is read on fresh processes")
 	fs.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "bound of the whole run (six nodes and 30,000 devices took about 5 minutes on 2 cores)")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -91,6 +92,12 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintln(stdout, res)
 	return nil
+}
+
+// placementFlags are --server-cpus and --client-cpus.
+func placementFlags(fs *flag.FlagSet, p *loadtest.Placement) {
+	fs.StringVar(&p.Servers, "server-cpus", "", "`CPU list` (taskset's: 0, 0-1, 0,2) the servers run on; empty: any. Apart from --client-cpus, the load tool's work no longer shares the servers' cores")
+	fs.StringVar(&p.Clients, "client-cpus", "", "`CPU list` the client processes run on; empty: any")
 }
 
 // benchImport runs `tvsm bench import`.
@@ -142,6 +149,7 @@ func benchVsCentrifugo(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.DurationVar(&o.Interval, "interval", 500*time.Millisecond, "time between two messages; longer than a broadcast's delivery")
 	fs.StringVar(&o.ClientReader, "client-reader", "", "how the client processes read their websockets: epoll or goroutine (tvsm simulate -reader; empty: its default)")
 	fs.BoolVar(&o.NoReceipts, "no-receipts", false, "tvsm's devices acknowledge nothing, as Centrifugo's clients: both servers do the same work (not the product's: the Device API asks for the acknowledgements)")
+	placementFlags(fs, &o.Placement)
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "bound of each run")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -88,6 +88,9 @@ type BroadcastOptions struct {
 	// confirmation (`tvsm simulate -no-receipts`): what receipts cost the
 	// nodes, measured against the same run with them.
 	NoReceipts bool
+	// Placement puts the servers and the client processes on CPUs (empty:
+	// anywhere).
+	Placement Placement
 	// Centrifugo, when set, is a Centrifugo executable: the scenario then
 	// runs against it (one node) instead of tvsm, the same client
 	// processes subscribing to one channel, the message published there.
@@ -148,6 +151,9 @@ type BroadcastResult struct {
 	ClaimConflicts, ClaimFailures int
 	// NoReceipts says the devices sent no acknowledgement (the option).
 	NoReceipts bool
+	// Placement is the CPUs the processes could run on, read from /proc
+	// (Cpus_allowed_list) as the broadcast ended.
+	Placement Placement
 	// SendClaims counts the sends whose append carried the claim of the
 	// node that took them (the rest were claimed in appends of their own).
 	SendClaims int
@@ -267,6 +273,7 @@ func (r BroadcastResult) String() string {
 	if r.NoReceipts {
 		s += "\nthe devices sent no acknowledgement (--no-receipts): the Device API asks for one"
 	}
+	s += "\n" + r.Placement.String()
 	s += "\n" + r.CPU.String()
 	if len(r.PerNode) > 1 {
 		s += fmt.Sprintf("\ndelivery claims lost to another node: %d; delivery rounds given up: %d", r.ClaimConflicts, r.ClaimFailures)
@@ -302,6 +309,9 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 		return BroadcastResult{}, errors.New("loadtest: several nodes need a shared store: backend esdb")
 	case o.Backend != BackendEmbedded && o.Backend != BackendESDB:
 		return BroadcastResult{}, fmt.Errorf("loadtest: unknown backend %q (embedded or esdb)", o.Backend)
+	}
+	if err := o.Placement.check(); err != nil {
+		return BroadcastResult{}, err
 	}
 	if o.Settle <= 0 {
 		o.Settle = 3 * time.Second
@@ -429,7 +439,8 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	if err != nil {
 		return res, err
 	}
-	res.CPU = c.sampleCPU(clients).since(cpuBefore)
+	cpuAfter := c.sampleCPU(clients)
+	res.CPU, res.Placement = cpuAfter.since(cpuBefore), cpuAfter.placement
 	appendsAfter, err := c.appends(ctx)
 	if err != nil {
 		return res, err
@@ -524,7 +535,7 @@ func startCluster(ctx context.Context, o BroadcastOptions) (*cluster, error) {
 			c.stop()
 			return nil, err
 		}
-		c.double, err = startProcess(o.Binary, o.Log, nil, "esdb-double", "--data", filepath.Join(dir, "esdb"), "--listen", addr)
+		c.double, err = startProcess(o.Binary, o.Placement.Servers, o.Log, nil, "esdb-double", "--data", filepath.Join(dir, "esdb"), "--listen", addr)
 		if err != nil {
 			c.stop()
 			return nil, err
@@ -554,7 +565,7 @@ func startCluster(ctx context.Context, o BroadcastOptions) (*cluster, error) {
 			// addresses, past the per-address caps made for the internet.
 			"--max-connections-per-address", "0", "--max-websockets-per-address", "0"}, store...)
 		start := func() (*process, error) {
-			return startProcess(o.Binary, o.Log, []string{"TVSM_ADMIN_LOGIN=admin", "TVSM_ADMIN_PASSWORD=" + benchPassword}, args...)
+			return startProcess(o.Binary, o.Placement.Servers, o.Log, []string{"TVSM_ADMIN_LOGIN=admin", "TVSM_ADMIN_PASSWORD=" + benchPassword}, args...)
 		}
 		p, err := start()
 		if err != nil {
@@ -660,7 +671,7 @@ func (c *cluster) measure(ctx context.Context) ([]nodeMemory, error) {
 // garbage and buffers settle.
 func (c *cluster) connectAll(ctx context.Context, o BroadcastOptions, provider int64) (*clients, error) {
 	urls := c.urls()
-	cl, err := startClients(ctx, clientPlan{binary: o.Binary, devices: o.Devices, procs: o.Procs, connectRate: o.ConnectRate, commands: o.Messages, log: o.Log,
+	cl, err := startClients(ctx, clientPlan{binary: o.Binary, cpus: o.Placement.Clients, devices: o.Devices, procs: o.Procs, connectRate: o.ConnectRate, commands: o.Messages, log: o.Log,
 		reader: o.ClientReader, profileDir: o.ProfileDir,
 		args: func(i int) []string {
 			args := []string{"--url", urls[i%len(urls)], "--provider", strconv.FormatInt(provider, 10), "--password", "bench"}
@@ -785,16 +796,17 @@ type process struct {
 	err    error
 }
 
-// startProcess starts binary with args, env added to the environment, its
-// standard error to log.
-func startProcess(binary string, log io.Writer, env []string, args ...string) (*process, error) {
-	return startProcessOutput(binary, nil, log, env, args...)
+// startProcess starts binary with args on cpus (empty: any), env added to
+// the environment, its standard error to log.
+func startProcess(binary, cpus string, log io.Writer, env []string, args ...string) (*process, error) {
+	return startProcessOutput(binary, cpus, nil, log, env, args...)
 }
 
-// startProcessOutput starts binary with args, env added to the
-// environment, its standard output to stdout and error to stderr.
-func startProcessOutput(binary string, stdout, stderr io.Writer, env []string, args ...string) (*process, error) {
-	cmd := exec.Command(binary, args...)
+// startProcessOutput starts binary with args on cpus (empty: any), env
+// added to the environment, its standard output to stdout and error to
+// stderr.
+func startProcessOutput(binary, cpus string, stdout, stderr io.Writer, env []string, args ...string) (*process, error) {
+	cmd := placedCommand(context.Background(), cpus, binary, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {

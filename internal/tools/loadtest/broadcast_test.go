@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +23,12 @@ import (
 // exactly once (the simulators report at their first command, and the
 // server's deliveries are counted). One node on the double serves as the
 // cluster's baseline; it gets three messages, and every device must have
-// them all.
+// them all. Last, two nodes and the double on one CPU, the clients on
+// another (taskset).
 func TestBroadcastSmall(t *testing.T) {
 	bin := testutil.Binary(t)
+	cpus := allowedCPUs(t)
+	servers, clients := strconv.Itoa(cpus[0]), strconv.Itoa(cpus[len(cpus)-1])
 	// The scenario's pauses for memory to settle serve the benchmark's
 	// figures; here the deliveries are what is checked.
 	for _, o := range []BroadcastOptions{
@@ -33,6 +37,7 @@ func TestBroadcastSmall(t *testing.T) {
 		{Devices: 60, Procs: 3, Nodes: 3, ProfileDir: t.TempDir(), ProfileSeconds: 1, Settle: 100 * time.Millisecond},
 		{Devices: 20, Procs: 1, Backend: BackendESDB, Settle: 100 * time.Millisecond, Messages: 3, Interval: 300 * time.Millisecond},
 		{Devices: 20, Procs: 1, Settle: 100 * time.Millisecond, NoReceipts: true},
+		{Devices: 20, Procs: 2, Nodes: 2, Settle: 100 * time.Millisecond, Placement: Placement{Servers: servers, Clients: clients}},
 	} {
 		log := new(testutil.SyncBuffer)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -64,8 +69,12 @@ func TestBroadcastSmall(t *testing.T) {
 			t.Errorf("double's CPU %v, want some only on the double", res.CPU.Double)
 		}
 		if s := res.String(); !strings.Contains(s, fmt.Sprintf("all %d devices after", o.Devices)) ||
-			strings.Contains(s, "no acknowledgement (--no-receipts)") != o.NoReceipts {
+			strings.Contains(s, "no acknowledgement (--no-receipts)") != o.NoReceipts || !strings.Contains(s, res.Placement.String()) {
 			t.Errorf("report %q", s)
+		}
+		// The processes ran where they were put: /proc says so.
+		if placed := o.Placement != (Placement{}); placed && res.Placement != o.Placement || res.Placement.Servers == "" || res.Placement.Clients == "" {
+			t.Errorf("processes ran on %+v, put on %+v", res.Placement, o.Placement)
 		}
 		for i, n := range res.PerNode {
 			if n.Connected != o.Devices/max(o.Nodes, 1) {

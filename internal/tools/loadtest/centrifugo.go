@@ -75,7 +75,7 @@ type centrifugo struct {
 
 // startCentrifugo starts binary on a free loopback port with a fresh
 // configuration and waits until it is healthy.
-func startCentrifugo(ctx context.Context, binary string, log io.Writer) (*centrifugo, error) {
+func startCentrifugo(ctx context.Context, binary, cpus string, log io.Writer) (*centrifugo, error) {
 	dir, err := os.MkdirTemp("", "tvsm-bench-centrifugo-")
 	if err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func startCentrifugo(ctx context.Context, binary string, log io.Writer) (*centri
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	p, err := startProcessOutput(binary, log, log, nil, "--config", filepath.Join(dir, "config.json"))
+	p, err := startProcessOutput(binary, cpus, log, log, nil, "--config", filepath.Join(dir, "config.json"))
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -276,14 +276,14 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 	if o.Nodes > 1 {
 		return BroadcastResult{}, errors.New("loadtest: Centrifugo runs on one node here")
 	}
-	c, err := startCentrifugo(ctx, o.Centrifugo, o.Log)
+	c, err := startCentrifugo(ctx, o.Centrifugo, o.Placement.Servers, o.Log)
 	if err != nil {
 		return BroadcastResult{}, err
 	}
 	defer func() { c.stop() }() // c may be started again
 	res := BroadcastResult{Devices: o.Devices, Procs: o.Procs, Nodes: 1, PerNode: make([]NodeMemory, 1),
 		Messages: o.Messages, Interval: o.Interval}
-	plan := clientPlan{binary: o.Binary, devices: o.Devices, procs: o.Procs, connectRate: o.ConnectRate, commands: o.Messages, log: o.Log,
+	plan := clientPlan{binary: o.Binary, cpus: o.Placement.Clients, devices: o.Devices, procs: o.Procs, connectRate: o.ConnectRate, commands: o.Messages, log: o.Log,
 		reader: o.ClientReader,
 		args:   func(int) []string { return []string{"--url", c.url, "--centrifugo-channel", centrifugoChannel} }}
 	connectAll := func() (*clients, error) {
@@ -319,7 +319,7 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 	if o.FreshNodes {
 		fmt.Fprintln(o.Log, "starting Centrifugo again")
 		c.stop()
-		if c, err = startCentrifugo(ctx, o.Centrifugo, o.Log); err != nil {
+		if c, err = startCentrifugo(ctx, o.Centrifugo, o.Placement.Servers, o.Log); err != nil {
 			return res, err
 		}
 	}
@@ -356,7 +356,8 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 	if err != nil {
 		return res, err
 	}
-	res.CPU = sampleCPU(nil, []*process{c.process}, clients).since(cpuBefore)
+	cpuAfter := sampleCPU(nil, []*process{c.process}, clients)
+	res.CPU, res.Placement = cpuAfter.since(cpuBefore), cpuAfter.placement
 	if err := profile(); err != nil {
 		return res, err
 	}

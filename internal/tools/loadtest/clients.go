@@ -22,6 +22,7 @@ import (
 // process). Every scenario, whatever the server, starts them this way.
 type clientPlan struct {
 	binary                      string
+	cpus                        string // where the processes run (empty: any CPU)
 	devices, procs, connectRate int
 	commands                    int    // each client reports once every device of its has had that many (default 1)
 	reader                      string // -reader of the clients (empty: their default)
@@ -73,7 +74,7 @@ func startClients(ctx context.Context, p clientPlan) (*clients, error) {
 		if p.profileDir != "" {
 			args = append(args, "--cpu-profile", filepath.Join(p.profileDir, fmt.Sprintf("client-%d.cpu.pprof", i)))
 		}
-		cmd := exec.CommandContext(ctx, p.binary, args...)
+		cmd := placedCommand(ctx, p.cpus, p.binary, args...)
 		cmd.Stderr = p.log
 		out, err := cmd.StdoutPipe()
 		if err == nil {

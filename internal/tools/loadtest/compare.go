@@ -39,6 +39,8 @@ type CompareOptions struct {
 	// Device API asks of a device (what the receipts cost, seen beside
 	// Centrifugo).
 	NoReceipts bool
+	// Placement is as BroadcastOptions': both servers get the same CPUs.
+	Placement Placement
 	// Settle is as BroadcastOptions'.
 	Settle time.Duration
 	// Timeout bounds each run (default 5 minutes).
@@ -77,7 +79,8 @@ func Compare(ctx context.Context, o CompareOptions) (Comparison, error) {
 	for pair := 1; pair <= o.Pairs; pair++ {
 		run := BroadcastOptions{Binary: o.Binary, Devices: o.Devices, Procs: o.Procs, Nodes: 1, ConnectRate: o.ConnectRate,
 			FreshNodes: true, Settle: o.Settle, Timeout: o.Timeout, Log: o.Log, ClientReader: o.ClientReader,
-			Messages: o.Messages, Interval: o.Interval, NoReceipts: o.NoReceipts} // a Centrifugo run ignores NoReceipts
+			Messages: o.Messages, Interval: o.Interval, NoReceipts: o.NoReceipts, // a Centrifugo run ignores NoReceipts
+			Placement: o.Placement}
 		if o.ProfileDir != "" {
 			run.ProfileDir = filepath.Join(o.ProfileDir, fmt.Sprintf("pair-%d", pair))
 			if err := os.MkdirAll(run.ProfileDir, 0o755); err != nil {
@@ -201,6 +204,25 @@ func (c Comparison) ratios(f figure) []float64 {
 	return out
 }
 
+// placement says where the runs' processes ran: once when every run's
+// were on the same CPUs, else each side's.
+func (c Comparison) placement() string {
+	seen := func(runs []BroadcastResult) []string {
+		var out []string
+		for _, r := range runs {
+			if s := r.Placement.String(); !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	t, z := seen(c.Tvsm), seen(c.Centrifugo)
+	if len(t) == 1 && slices.Equal(t, z) {
+		return t[0]
+	}
+	return fmt.Sprintf("tvsm's runs: %s; Centrifugo's: %s", strings.Join(t, "; "), strings.Join(z, "; "))
+}
+
 // String is the comparison's report: each figure's min / median / max on
 // each side, and of the ratios tvsm ÷ Centrifugo (of each pair's runs);
 // then the ratios pair by pair.
@@ -212,7 +234,7 @@ func (c Comparison) String() string {
 	}
 	fmt.Fprintf(&b, "tvsm against %s: %s to %d devices on one node, %d client processes, %d pairs of runs (tvsm first)\n",
 		c.CentrifugoVersion, what, c.Devices, c.Procs, len(c.Tvsm))
-	fmt.Fprintf(&b, "load average %s before, %s after\n\n", c.LoadBefore, c.LoadAfter)
+	fmt.Fprintf(&b, "%s; load average %s before, %s after\n\n", c.placement(), c.LoadBefore, c.LoadAfter)
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "min / median / max\ttvsm\tCentrifugo\ttvsm ÷ Centrifugo")
 	for _, f := range figures {

@@ -42,7 +42,7 @@ func TestComparisonReport(t *testing.T) {
 	report := words(c.String())
 	for _, want := range []string{
 		"tvsm against Centrifugo v6.9.1: one message to 1000 devices on one node, 2 client processes, 3 pairs of runs",
-		"load average 0.50 0.40 0.30 before, 0.60 0.50 0.40 after",
+		"servers on any CPU, client processes on any CPU; load average 0.50 0.40 0.30 before, 0.60 0.50 0.40 after",
 		// ratios per pair 1.2, 1.0, 1.5
 		"time to the last device, ms 100.0 / 120.0 / 300.0 100.0 / 100.0 / 200.0 1.00 / 1.20 / 1.50",
 		// 2.0, 1.5, 2.5
@@ -66,6 +66,18 @@ func TestComparisonReport(t *testing.T) {
 	// that its times are the last one's.
 	c.Messages, c.Interval = 20, 300*time.Millisecond
 	if want := "tvsm against Centrifugo v6.9.1: 20 messages 300ms apart (the times are the last one's) to 1000 devices"; !strings.Contains(words(c.String()), want) {
+		t.Errorf("the report lacks %q:\n%s", want, c.String())
+	}
+	// Given runs whose processes were placed on CPUs, the report says
+	// where; each side's when they differ.
+	for i := range c.Tvsm {
+		c.Tvsm[i].Placement, c.Centrifugo[i].Placement = Placement{Servers: "0", Clients: "1"}, Placement{Servers: "0", Clients: "1"}
+	}
+	if want := "servers on CPU 0, client processes on CPU 1; load average"; !strings.Contains(words(c.String()), want) {
+		t.Errorf("the report lacks %q:\n%s", want, c.String())
+	}
+	c.Centrifugo[2].Placement.Servers = "0-1"
+	if want := "tvsm's runs: servers on CPU 0, client processes on CPU 1; Centrifugo's: servers on CPU 0, client processes on CPU 1; servers on CPUs 0-1, client processes on CPU 1; load average"; !strings.Contains(words(c.String()), want) {
 		t.Errorf("the report lacks %q:\n%s", want, c.String())
 	}
 	// Given tvsm's devices acknowledged nothing, the report says that both
