@@ -27,7 +27,7 @@ import (
 // another (taskset).
 func TestBroadcastSmall(t *testing.T) {
 	bin := testutil.Binary(t)
-	cpus := allowedCPUs(t)
+	cpus := allowedCPUsOfTest(t)
 	servers, clients := strconv.Itoa(cpus[0]), strconv.Itoa(cpus[len(cpus)-1])
 	// The scenario's pauses for memory to settle serve the benchmark's
 	// figures; here the deliveries are what is checked.

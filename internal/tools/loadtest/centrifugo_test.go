@@ -28,7 +28,7 @@ func TestCompareSmall(t *testing.T) {
 	if centrifugo == "" {
 		t.Fatal("TVSM_CENTRIFUGO_BIN must name a Centrifugo executable")
 	}
-	cpus := allowedCPUs(t)
+	cpus := allowedCPUsOfTest(t)
 	placed := Placement{Servers: strconv.Itoa(cpus[0]), Clients: strconv.Itoa(cpus[len(cpus)-1])}
 	for _, tc := range []struct {
 		noReceipts bool

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 func TestParseCPUList(t *testing.T) {
@@ -37,31 +35,25 @@ func FuzzParseCPUList(f *testing.F) {
 			t.Fatalf("%q: no CPU and no error", s)
 		}
 		for _, c := range cpus {
-			if c < 0 || c >= 1024 {
+			if c < 0 || c >= maxCPU {
 				t.Fatalf("%q: CPU %d", s, c)
 			}
 		}
 	})
 }
 
-// allowedCPUs are the CPUs this test may run on.
-func allowedCPUs(t *testing.T) []int {
+// allowedCPUsOfTest are the CPUs this test may run on.
+func allowedCPUsOfTest(t *testing.T) []int {
 	t.Helper()
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		t.Fatal(err)
-	}
-	var cpus []int
-	for c := range 1024 {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
-		}
+	cpus, err := allowedCPUs()
+	if err != nil || len(cpus) == 0 {
+		t.Fatalf("allowed CPUs %v: %v", cpus, err)
 	}
 	return cpus
 }
 
 func TestPlacementCheck(t *testing.T) {
-	cpus := allowedCPUs(t)
+	cpus := allowedCPUsOfTest(t)
 	last := strconv.Itoa(cpus[len(cpus)-1])
 	// Given lists of CPUs this process may use, or none, the placement stands
 	for _, p := range []Placement{{}, {Servers: last}, {Clients: last}, {Servers: strconv.Itoa(cpus[0]), Clients: last}} {
@@ -80,7 +72,7 @@ func TestPlacementCheck(t *testing.T) {
 }
 
 func TestPlacedCommandRunsTheBinaryInItsOwnProcessOnTheCPUs(t *testing.T) {
-	cpu := strconv.Itoa(allowedCPUs(t)[0])
+	cpu := strconv.Itoa(allowedCPUsOfTest(t)[0])
 	// Given a command placed on one CPU
 	cmd := placedCommand(context.Background(), cpu, "/bin/sh", "-c", `echo $$; grep Cpus_allowed_list /proc/self/status`)
 	// When it runs
