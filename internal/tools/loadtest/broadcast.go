@@ -439,8 +439,8 @@ func Broadcast(ctx context.Context, o BroadcastOptions) (BroadcastResult, error)
 	if err != nil {
 		return res, err
 	}
-	cpuAfter := c.sampleCPU(clients)
-	res.CPU, res.Placement = cpuAfter.since(cpuBefore), cpuAfter.placement
+	res.CPU = c.sampleCPU(clients).since(cpuBefore)
+	res.Placement = placementOf(c.double, c.processes(), clients)
 	appendsAfter, err := c.appends(ctx)
 	if err != nil {
 		return res, err

@@ -356,8 +356,8 @@ func broadcastCentrifugo(ctx context.Context, o BroadcastOptions) (BroadcastResu
 	if err != nil {
 		return res, err
 	}
-	cpuAfter := sampleCPU(nil, []*process{c.process}, clients)
-	res.CPU, res.Placement = cpuAfter.since(cpuBefore), cpuAfter.placement
+	res.CPU = sampleCPU(nil, []*process{c.process}, clients).since(cpuBefore)
+	res.Placement = placementOf(nil, []*process{c.process}, clients)
 	if err := profile(); err != nil {
 		return res, err
 	}

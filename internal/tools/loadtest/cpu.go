@@ -39,38 +39,36 @@ func (c CPU) available() time.Duration { return c.Wall * time.Duration(runtime.N
 type cpuSample struct {
 	at                              time.Time
 	double, nodes, clients, machine time.Duration
-	// placement is the CPUs the processes may run on.
-	placement Placement
 }
 
 // sampleCPU reads the times of the cluster's processes and of clients
 // from /proc.
 func (c *cluster) sampleCPU(cl *clients) cpuSample {
+	return sampleCPU(c.double, c.processes(), cl)
+}
+
+// processes are the nodes' processes.
+func (c *cluster) processes() []*process {
 	servers := make([]*process, len(c.nodes))
 	for i, n := range c.nodes {
 		servers[i] = n.process
 	}
-	return sampleCPU(c.double, servers, cl)
+	return servers
 }
 
 // sampleCPU reads the times of double (when not nil), servers and clients
 // from /proc, with the machine's.
 func sampleCPU(double *process, servers []*process, cl *clients) cpuSample {
 	s := cpuSample{at: time.Now(), machine: machineBusy()}
-	var serverPIDs, clientPIDs []int
 	if double != nil {
 		s.double = processCPU(double.cmd.Process.Pid)
-		serverPIDs = append(serverPIDs, double.cmd.Process.Pid)
 	}
 	for _, p := range servers {
 		s.nodes += processCPU(p.cmd.Process.Pid)
-		serverPIDs = append(serverPIDs, p.cmd.Process.Pid)
 	}
 	for _, cmd := range cl.cmds {
 		s.clients += processCPU(cmd.Process.Pid)
-		clientPIDs = append(clientPIDs, cmd.Process.Pid)
 	}
-	s.placement = Placement{Servers: allowedCPUsOf(serverPIDs), Clients: allowedCPUsOf(clientPIDs)}
 	return s
 }
 

@@ -36,6 +36,22 @@ func (p Placement) String() string {
 	return fmt.Sprintf("servers on %s, client processes on %s", where(p.Servers), where(p.Clients))
 }
 
+// placementOf is where double (when not nil), servers and cl's processes
+// may run, as /proc says.
+func placementOf(double *process, servers []*process, cl *clients) Placement {
+	var serverPIDs, clientPIDs []int
+	if double != nil {
+		serverPIDs = append(serverPIDs, double.cmd.Process.Pid)
+	}
+	for _, p := range servers {
+		serverPIDs = append(serverPIDs, p.cmd.Process.Pid)
+	}
+	for _, cmd := range cl.cmds {
+		clientPIDs = append(clientPIDs, cmd.Process.Pid)
+	}
+	return Placement{Servers: allowedCPUsOf(serverPIDs), Clients: allowedCPUsOf(clientPIDs)}
+}
+
 // allowedCPUsOf is the CPU lists processes pids may run on (their
 // Cpus_allowed_list in /proc; distinct lists joined by "; "), empty where
 // /proc cannot tell.
