@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -316,6 +317,73 @@ func BenchmarkFdatasync(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkAppendAfterIdle measures a lone durable append made after the
+// process and the disk have had nothing to do for a while (a send on a
+// quiet node, whose first device waits for it), beside a raw write and
+// fdatasync over a block a file already has (what the commit log's own
+// fsync is) after the same idle time. Each round: idle, the raw write,
+// idle, the append. It reports the medians of both and their ratio, and the
+// commit log's fsync alone (the store's fsync timer): append-µs minus
+// wal-fsync-µs is what the store adds to the disk on a cold machine, the
+// hand-offs between its goroutines and the staging. On a VM whose idle
+// virtual CPUs halt, both grow with the idle time.
+func BenchmarkAppendAfterIdle(b *testing.B) {
+	for _, idle := range []time.Duration{2 * time.Millisecond, 150 * time.Millisecond} {
+		b.Run("idle="+idle.String(), func(b *testing.B) {
+			dir := b.TempDir()
+			s, err := embedded.Open(dir, embedded.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			raw, err := os.Create(dir + "/raw")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer raw.Close()
+			const rawSize = 1 << 20
+			if _, err := raw.Write(make([]byte, rawSize)); err != nil {
+				b.Fatal(err)
+			}
+			if err := raw.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			record := make([]byte, 512) // about a send's record with its claim's first devices
+			ctx := context.Background()
+			walFsyncs, walTime := s.WALFsyncs(), s.WALFsyncTime()
+			appends, raws := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				time.Sleep(idle)
+				start := time.Now()
+				if _, err := raw.WriteAt(record, int64(i*len(record))%rawSize); err != nil {
+					b.Fatal(err)
+				}
+				if err := syscall.Fdatasync(int(raw.Fd())); err != nil {
+					b.Fatal(err)
+				}
+				raws = append(raws, time.Since(start))
+				time.Sleep(idle)
+				start = time.Now()
+				if _, err := s.Append(ctx, "command-"+strconv.Itoa(i+1), eventstore.NoStream, benchEvent("idle", i)); err != nil {
+					b.Fatal(err)
+				}
+				appends = append(appends, time.Since(start))
+			}
+			b.StopTimer()
+			median := func(d []time.Duration) float64 {
+				slices.Sort(d)
+				return float64(d[len(d)/2].Nanoseconds()) / 1e3
+			}
+			a, r := median(appends), median(raws)
+			b.ReportMetric(a, "append-µs")
+			b.ReportMetric(r, "raw-fsync-µs")
+			b.ReportMetric(a/r, "append/raw")
+			b.ReportMetric(float64((s.WALFsyncTime()-walTime).Nanoseconds())/1e3/float64(max(s.WALFsyncs()-walFsyncs, 1)), "wal-fsync-µs")
 		})
 	}
 }
