@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -156,16 +154,6 @@ func decodeSince(o *wire.Object) *backup.Since {
 	}
 	refuseUnknown(o)
 	return s
-}
-
-// refuseUnknown records every field of o no getter read as unknown.
-func refuseUnknown(o *wire.Object) {
-	for _, name := range o.Unknown() {
-		if name == "" || strings.HasPrefix(name, ".") {
-			name = strconv.Quote(name)
-		}
-		o.Fail(name, "unknown field")
-	}
 }
 
 func isSHA256(s string) bool {

@@ -36,12 +36,7 @@ func mountImport(g *gin.RouterGroup, ids ImportIDs) {
 		o.Require("kind")
 		kind, _ := o.String("kind").Get()
 		through, _ := o.Int64("through").Get()
-		for _, name := range o.Unknown() {
-			if name == "" || strings.HasPrefix(name, ".") {
-				name = strconv.Quote(name)
-			}
-			o.Fail(name, "unknown field")
-		}
+		refuseUnknown(o)
 		if err := o.Err(); err != nil {
 			WriteError(c, err)
 			return

@@ -110,3 +110,32 @@ func TestImportKeepsIDs(t *testing.T) {
 		t.Errorf("the account ranges after it all: %+v", r)
 	}
 }
+
+// A key that is empty, or would read as a path, is named as JSON spells it,
+// quoted: an unknown one where unknown fields are refused, and a repeated
+// one anywhere. Every field an error names is a name, pointing at one
+// member.
+func TestOddKeysAreNamedQuoted(t *testing.T) {
+	env := nodetest.Start(t)
+	for _, tc := range []struct {
+		body  string
+		field string
+		msg   string
+	}{
+		{`{"kind":"account","through":5,"":1}`, `""`, "unknown field"},
+		{`{"kind":"account","through":5,"a.b":1}`, `"a.b"`, "unknown field"},
+		{`{"kind":"account","through":5,"x":{"":1,"":2}}`, `x.""`, "appears more than once in its object"},
+		{`{"kind":"account","through":5,"":{"":1,"":2}}`, `"".""`, "appears more than once in its object"},
+	} {
+		status, body := env.Super(t, http.MethodPost, "/api/admin/import/ids", tc.body)
+		var e struct {
+			Fields map[string]string `json:"fields"`
+		}
+		if err := json.Unmarshal(body, &e); status != http.StatusBadRequest || err != nil || e.Fields[tc.field] != tc.msg {
+			t.Errorf("%s: %d %s, want 400 naming %s: %s", tc.body, status, body, tc.field, tc.msg)
+		}
+	}
+	if r := reserveImport(t, env, "account", 5); len(r.Ranges) != 1 {
+		t.Errorf("the refused reservations changed what a good one gets: %+v", r)
+	}
+}

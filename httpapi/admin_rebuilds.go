@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -91,12 +90,7 @@ func decodeRebuildObject(o *wire.Object, targets []string) (target string, verif
 		target = t
 	}
 	verify, _ = o.Bool("verify").Get()
-	for _, name := range o.Unknown() {
-		if name == "" || strings.HasPrefix(name, ".") {
-			name = strconv.Quote(name) // named as JSON spells it, not as a path
-		}
-		o.Fail(name, "unknown field")
-	}
+	refuseUnknown(o)
 	return target, verify
 }
 

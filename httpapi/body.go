@@ -68,7 +68,7 @@ func withMisspelledKeys(c *gin.Context, e *Error) *Error {
 				if fields == nil {
 					fields = maps.Clone(e.Fields)
 				}
-				fields[key] = fmt.Sprintf("unknown field; did you mean %q?", name)
+				fields[wire.MemberName(key)] = fmt.Sprintf("unknown field; did you mean %q?", name)
 				break
 			}
 		}
@@ -144,4 +144,13 @@ func CheckJSONContentType(r *http.Request) error {
 		return nil
 	}
 	return UnsupportedMediaType(ct)
+}
+
+// refuseUnknown records every field of o no getter read as unknown, for
+// the bodies that refuse what they do not know (the original API's ignore
+// it).
+func refuseUnknown(o *wire.Object) {
+	for _, name := range o.Unknown() {
+		o.Fail(wire.MemberName(name), "unknown field")
+	}
 }

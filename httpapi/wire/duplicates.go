@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
+	"unicode"
 )
 
 // MsgDuplicate is the problem of a member given twice in one object:
@@ -41,10 +43,7 @@ func duplicateIn(dec *json.Decoder, path string, depth int) (string, bool, error
 				return "", false, err
 			}
 			key, _ := kt.(string)
-			member := key
-			if path != "" {
-				member = path + "." + key
-			}
+			member := memberPath(path, key)
 			if seen[key] {
 				return member, true, nil
 			}
@@ -64,4 +63,27 @@ func duplicateIn(dec *json.Decoder, path string, depth int) (string, bool, error
 	}
 	_, err = dec.Token() // the closing bracket
 	return "", false, err
+}
+
+// MemberName is how an error names the member key of an object: as it is,
+// unless it is empty, would read as a path itself ("a.b", "x[0]") or holds
+// a character that does not print; then as JSON spells it, quoted. So every
+// member has a name, a name points at one member, and an error message
+// holds no control character a client sent.
+func MemberName(key string) string {
+	if key == "" || strings.ContainsAny(key, `.[]"`) || strings.ContainsFunc(key, notPrintable) {
+		return strconv.Quote(key)
+	}
+	return key
+}
+
+func notPrintable(r rune) bool { return !unicode.IsPrint(r) }
+
+// memberPath is the path of the member key of the object at path:
+// {"":{"":1,"":2}} repeats `"".""`.
+func memberPath(path, key string) string {
+	if path == "" {
+		return MemberName(key)
+	}
+	return path + "." + MemberName(key)
 }

@@ -12,6 +12,14 @@ func TestDecodeObjectRefusesRepeatedMembers(t *testing.T) {
 		`{"login":"a","fullname":"F","login":"b"}`:                         "login",
 		`{"device":{"unique_id":"x","class":"stb","unique_id":"y"}}`:       "device.unique_id",
 		`{"commands":[{"command":"a"},{"command":"b","type":1,"type":2}]}`: "commands[1].type",
+		// A key that is empty, or would read as a path, is named quoted;
+		`{"":1,"":2}`:               `""`,
+		`{"":{"":"","":""}}`:        `"".""`,
+		`{"device":{"":1,"":2}}`:    `device.""`,
+		`{"a.b":{"c":1,"c":2}}`:     `"a.b".c`,
+		`{"x":{"y[0]":1,"y[0]":2}}`: `x."y[0]"`,
+		// and so is one that holds a character that does not print.
+		`{"a\nb":{"c":1,"c":2}}`: `"a\nb".c`,
 	} {
 		_, err := DecodeObject([]byte(body), DecodeOptions{})
 		var fe FieldErrors

@@ -2,12 +2,15 @@ package wire
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
 
 // FuzzDecodeObject feeds arbitrary bytes to the decoder: it may reject them,
-// but must not panic, and on what it accepts no getter may panic.
+// but must not panic, and on what it accepts no getter may panic. It
+// refuses a field only for invalid text or a repeated member, and names
+// every field it refuses.
 func FuzzDecodeObject(f *testing.F) {
 	for _, seed := range []string{
 		``, `{}`, `[]`, `null`, `{"a":1} x`,
@@ -28,7 +31,14 @@ func FuzzDecodeObject(f *testing.F) {
 		case err == nil && !validText(data):
 			t.Fatalf("took %q, which holds invalid text", data)
 		case errors.As(err, &fe) && validText(data):
-			t.Fatalf("refused %q, valid text: %v", data, err)
+			if field, dup := duplicateMember(data); !dup || fe[field] != MsgDuplicate {
+				t.Fatalf("refused %q, valid text without a repeated member: %v", data, err)
+			}
+		}
+		for field := range fe {
+			if field == "" || strings.HasPrefix(field, ".") {
+				t.Fatalf("refused %q naming no field: %v", data, err)
+			}
 		}
 		if err != nil {
 			return

@@ -113,6 +113,10 @@ func TestDecodeObjectRefusesInvalidText(t *testing.T) {
 		"{\"\xffx\":1}":               "\ufffdx",
 		`{"billing":{"\ud800":null}}`: "billing.\ufffd",
 		`{"a":` + deep + `}`:          "a" + strings.Repeat("[0]", 70),
+		// A key that is empty or reads as a path is named quoted.
+		"{\"\":\"\xff\"}":        `""`,
+		"{\"\":{\"\":\"\xff\"}}": `"".""`,
+		"{\"a.b\":[\"\xff\"]}":   `"a.b"[0]`,
 	} {
 		_, err := DecodeObject([]byte(body), DecodeOptions{})
 		fe, ok := err.(FieldErrors)

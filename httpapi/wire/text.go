@@ -85,12 +85,13 @@ func invalidText(data []byte) (field string, ok bool) {
 	}
 }
 
-// writeName appends a member name to a field name: "device.unique_id".
+// writeName appends a member name to a field name: "device.unique_id",
+// `device.""` (MemberName).
 func writeName(b *strings.Builder, name string) {
 	if b.Len() > 0 {
 		b.WriteByte('.')
 	}
-	b.WriteString(name)
+	b.WriteString(MemberName(name))
 }
 
 // validText reports whether raw, the bytes of a JSON string token (with
