@@ -34,6 +34,7 @@ import (
 	"tvsm/internal/app/command"
 	"tvsm/internal/app/query"
 	"tvsm/internal/wiring/node"
+	"tvsm/projections/stats"
 )
 
 // Options say what to write.
@@ -164,7 +165,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	res := Result{From: first, To: today.AddDate(0, 0, -1), AdminLogin: g.caller.Admin, GeneratedPassword: n.GeneratedPassword}
 	err = g.run(ctx, first)
 	if err == nil {
-		res.ClosedThrough, err = g.finish(ctx)
+		res.ClosedThrough, err = g.finish(ctx, today)
 	}
 	res.Counts = g.counts.snapshot()
 	return res, errors.Join(err, n.Close())
@@ -181,13 +182,20 @@ func (c *counters) snapshot() Counts {
 		Sessions: c.sessions.Load(), Changes: c.changes.Load()}
 }
 
-// finish closes the statistics' days up to yesterday, once they have
-// applied the whole log.
-func (g *generator) finish(ctx context.Context) (string, error) {
+// finish closes the statistics' days before today (the history's last day
+// is the one before), once they have applied the whole log.
+func (g *generator) finish(ctx context.Context, today time.Time) (string, error) {
 	if err := g.settle(ctx); err != nil {
 		return "", err
 	}
-	g.clk.set(g.o.Now(), g.o.Now().Add(24*time.Hour))
+	// A day closes once its midnight plus the projector's grace has passed:
+	// in the minute after midnight the real time is not there yet, and the
+	// history's last day would stay open.
+	now := g.o.Now()
+	if due := today.Add(stats.DefaultGrace); now.Before(due) {
+		now = due
+	}
+	g.clk.set(now, now.Add(24*time.Hour))
 	g.n.StatsScheduler.CloseDue()
 	day, ok := g.n.Stats.ClosedThrough()
 	if !ok {
