@@ -147,8 +147,8 @@ func CheckJSONContentType(r *http.Request) error {
 }
 
 // refuseUnknown records every field of o no getter read as unknown, for
-// the bodies that refuse what they do not know (the original API's ignore
-// it).
+// the Admin API bodies that refuse what they do not know (the Provider
+// API's, like the original product's, ignore unknown fields).
 func refuseUnknown(o *wire.Object) {
 	for _, name := range o.Unknown() {
 		o.Fail(wire.MemberName(name), "unknown field")
